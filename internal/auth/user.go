@@ -1,0 +1,8 @@
+package auth
+
+// User is an authenticated client.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+}

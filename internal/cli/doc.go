@@ -1,0 +1,3 @@
+// Package cli is leasehold's command line: flags and subcommands. Run is
+// the whole program, testable without a process.
+package cli

@@ -1,0 +1,220 @@
+package codec
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
+// Media types served.
+const (
+	JSON     = runtime.ContentTypeJSON
+	YAML     = runtime.ContentTypeYAML
+	Protobuf = runtime.ContentTypeProtobuf
+)
+
+// Codecs holds the scheme and the serializers built from it. It is
+// immutable after New and safe for concurrent use.
+type Codecs struct {
+	scheme *runtime.Scheme
+	// infos are the wire formats in kube-apiserver's order of preference:
+	// JSON, YAML, protobuf.
+	infos   []runtime.SerializerInfo
+	storage runtime.Serializer
+}
+
+// New builds the scheme of every type leasehold serves or answers with.
+func New() *Codecs {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme,
+		coordinationv1.AddToScheme,
+		metav1.AddMetaToScheme,
+		metav1beta1.AddMetaToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			panic(fmt.Sprintf("codec: building scheme: %v", err))
+		}
+	}
+	// Option types (DeleteOptions in a request body) may come as
+	// meta.k8s.io/v1, as kubectl and dynamic clients send them.
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+
+	factory := serializer.NewCodecFactory(scheme, serializer.EnablePretty)
+	var infos []runtime.SerializerInfo
+	for _, info := range factory.SupportedMediaTypes() {
+		switch info.MediaType {
+		case JSON, YAML, Protobuf:
+			infos = append(infos, info)
+		}
+	}
+	return &Codecs{
+		scheme:  scheme,
+		infos:   infos,
+		storage: protobuf.NewSerializer(scheme, scheme),
+	}
+}
+
+// Scheme returns the scheme. Callers must not register types in it.
+func (c *Codecs) Scheme() *runtime.Scheme { return c.scheme }
+
+// MediaTypes lists the media types accepted for request bodies and
+// responses.
+func (c *Codecs) MediaTypes() []string {
+	out := make([]string, 0, len(c.infos))
+	for _, info := range c.infos {
+		out = append(out, info.MediaType)
+	}
+	return out
+}
+
+// StreamMediaTypes lists the media types of watch streams.
+func (c *Codecs) StreamMediaTypes() []string {
+	var out []string
+	for _, info := range c.infos {
+		if info.StreamSerializer != nil {
+			out = append(out, info.MediaType+";stream=watch")
+		}
+	}
+	return out
+}
+
+// Encode writes obj in the negotiated format, setting its apiVersion and
+// kind from the scheme. obj itself is not modified: it may be shared.
+func (c *Codecs) Encode(w io.Writer, out Output, obj runtime.Object) error {
+	typed, err := c.WithTypeMeta(obj)
+	if err != nil {
+		return err
+	}
+	return out.serializer().Encode(typed, w)
+}
+
+// WithTypeMeta returns obj with apiVersion and kind set. When obj lacks
+// them it returns a shallow copy, so that a shared object (from the watch
+// cache) is never written to.
+func (c *Codecs) WithTypeMeta(obj runtime.Object) (runtime.Object, error) {
+	gvks, _, err := c.scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, err
+	}
+	have := obj.GetObjectKind().GroupVersionKind()
+	for _, gvk := range gvks {
+		if have == gvk {
+			return obj, nil
+		}
+	}
+	gvk := gvks[0]
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("codec: %T is not a pointer", obj)
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	out := cp.Interface().(runtime.Object)
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return out, nil
+}
+
+// Decoded is a request body after decoding.
+type Decoded struct {
+	Object runtime.Object
+	// GVK is the apiVersion and kind the body declared, filled in from the
+	// expected kind where the body left them out.
+	GVK schema.GroupVersionKind
+	// Strict lists the unknown and duplicate fields found by a strict
+	// decode; strictErr is the error that carried them.
+	Strict    []error
+	strictErr error
+}
+
+// StrictError words a strict decoding failure as kube-apiserver does for
+// fieldValidation=Strict (a 400).
+func (d Decoded) StrictError(body []byte) error {
+	return decodeError(d.strictErr, d.Object.GetObjectKind().GroupVersionKind().Kind, &d.GVK, body)
+}
+
+// Decode decodes a request body in the given format into into (a new,
+// empty object of the expected kind). With strict set, unknown and
+// duplicate fields are collected in Strict instead of failing the decode.
+// A malformed body answers 400 with kube-apiserver's wording. The result
+// may be of another kind than into when the body says so; callers check.
+func (c *Codecs) Decode(info runtime.SerializerInfo, strict bool, body []byte, into runtime.Object) (Decoded, error) {
+	gvks, _, err := c.scheme.ObjectKinds(into)
+	if err != nil {
+		return Decoded{}, apierrors.NewInternalError(err)
+	}
+	want := gvks[0]
+	s := info.Serializer
+	if strict && info.StrictSerializer != nil {
+		s = info.StrictSerializer
+	}
+	obj, gvk, err := s.Decode(body, &want, into)
+	var d Decoded
+	if gvk != nil {
+		d.GVK = *gvk
+	}
+	if err != nil {
+		se, ok := runtime.AsStrictDecodingError(err)
+		if !ok || obj == nil {
+			return Decoded{}, decodeError(err, want.Kind, gvk, body)
+		}
+		d.Strict, d.strictErr = se.Errors(), err
+	}
+	d.Object = obj
+	return d, nil
+}
+
+// decodeError words a decode failure as kube-apiserver does
+// (apiserver/pkg/endpoints/handlers/rest.go transformDecodeError).
+func decodeError(err error, kind string, gvk *schema.GroupVersionKind, body []byte) error {
+	if gvk != nil && gvk.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, kind, err))
+	}
+	summary := body
+	if len(summary) > 30 {
+		summary = append(bytes.Clone(summary[:30]), "..."...)
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summary))
+}
+
+// UnsupportedMediaType is the 415 answer for a body in an unknown format.
+func (c *Codecs) UnsupportedMediaType(streaming bool) error {
+	accepted := c.MediaTypes()
+	if streaming {
+		accepted = c.StreamMediaTypes()
+	}
+	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", join(accepted)))
+}
+
+func statusError(code int32, reason metav1.StatusReason, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    code,
+		Reason:  reason,
+		Message: msg,
+	}}
+}
+
+func join(s []string) string {
+	var b bytes.Buffer
+	for i, v := range s {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(v)
+	}
+	return b.String()
+}

@@ -1,0 +1,303 @@
+package httpserver
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+func (s *Server) get(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	if err != nil {
+		return err
+	}
+	var opts metav1.GetOptions
+	if err := decodeParams(req, &opts); err != nil {
+		return err
+	}
+	obj, err := s.reg.Get(req.Context(), res, info.namespace, info.name, opts.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	return s.writeResult(w, req, out, res, http.StatusOK, obj)
+}
+
+func (s *Server) list(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true, List: true})
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(req)
+	if err != nil {
+		return err
+	}
+	result, err := s.reg.List(req.Context(), res, info.namespace, opts)
+	if err != nil {
+		return err
+	}
+	return s.writeList(w, req, out, res, result)
+}
+
+// listOptions decodes and validates list parameters as kube-apiserver
+// does: 400 for what does not parse, 422 for invalid combinations.
+func listOptions(req *http.Request) (*metainternalversion.ListOptions, error) {
+	opts := &metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+func decodeParams(req *http.Request, into runtime.Object) error {
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, into); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
+}
+
+func (s *Server) create(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	if err != nil {
+		return err
+	}
+	var opts metav1.CreateOptions
+	if err := decodeParams(req, &opts); err != nil {
+		return err
+	}
+	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
+	}
+	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
+	if err != nil {
+		return err
+	}
+	namespace := info.namespace
+	if !res.Namespaced {
+		namespace = ""
+	}
+	result, err := s.reg.Create(req.Context(), res, namespace, obj, registry.WriteOptions{DryRun: len(opts.DryRun) > 0})
+	addWarnings(w, append(warnings, result.Warnings...))
+	if err != nil {
+		return err
+	}
+	return s.writeResult(w, req, out, res, http.StatusCreated, result.Object)
+}
+
+func (s *Server) update(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	if err != nil {
+		return err
+	}
+	var opts metav1.UpdateOptions
+	if err := decodeParams(req, &opts); err != nil {
+		return err
+	}
+	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
+	}
+	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
+	if err != nil {
+		return err
+	}
+	if err := checkBodyName(res, info, obj); err != nil {
+		return err
+	}
+	result, err := s.reg.Update(req.Context(), res, info.namespace, info.name, info.subresource, obj, registry.WriteOptions{DryRun: len(opts.DryRun) > 0})
+	addWarnings(w, append(warnings, result.Warnings...))
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if result.Created {
+		code = http.StatusCreated
+	}
+	return s.writeResult(w, req, out, res, code, result.Object)
+}
+
+// checkBodyName checks the body's name and namespace against the URL, as
+// kube-apiserver's update handler does.
+func checkBodyName(res *resources.Resource, info requestInfo, obj resources.Object) error {
+	ns := info.namespace
+	if !res.Namespaced {
+		ns = ""
+	}
+	switch objNS := obj.GetNamespace(); {
+	case objNS == ns:
+	case objNS == "":
+		obj.SetNamespace(ns)
+	case ns == "":
+		obj.SetNamespace("")
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if obj.GetName() == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", info.name))
+	}
+	if obj.GetName() != info.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), info.name))
+	}
+	return nil
+}
+
+// decodeBody reads and decodes a create or update body: size limit, media
+// type, strict or lenient decoding per fieldValidation, apiVersion and kind
+// checks, then defaulting. Warnings are the unknown or duplicate fields of
+// fieldValidation=Warn.
+func (s *Server) decodeBody(req *http.Request, res *resources.Resource, fieldValidation string) (resources.Object, []string, error) {
+	info, err := s.codecs.InputSerializer(req.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := s.readBody(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fieldValidation == "" {
+		fieldValidation = metav1.FieldValidationWarn
+	}
+	strict := fieldValidation != metav1.FieldValidationIgnore
+	d, err := s.codecs.Decode(info, strict, body, res.New())
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	if len(d.Strict) > 0 {
+		if fieldValidation == metav1.FieldValidationStrict {
+			return nil, nil, d.StrictError(body)
+		}
+		for _, e := range d.Strict {
+			warnings = append(warnings, e.Error())
+		}
+	}
+	if gv := d.GVK.GroupVersion(); gv != res.GroupVersion() {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gv, res.GroupVersion()))
+	}
+	obj, ok := d.Object.(resources.Object)
+	if !ok || d.GVK.Kind != res.Kind {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match the expected kind", d.GVK.Kind, d.GVK.Version, res.Kind))
+	}
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	return obj, warnings, nil
+}
+
+// readBody reads the request body up to the size limit (413 beyond it).
+func (s *Server) readBody(req *http.Request) ([]byte, error) {
+	defer req.Body.Close()
+	limit := s.cfg.MaxRequestBodyBytes
+	lr := &io.LimitedReader{R: req.Body, N: limit + 1}
+	data, err := io.ReadAll(lr)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if lr.N <= 0 {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
+	}
+	return data, nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	if err != nil {
+		return err
+	}
+	opts, err := s.deleteOptions(req)
+	if err != nil {
+		return err
+	}
+	result, err := s.reg.Delete(req.Context(), res, info.namespace, info.name, opts)
+	if err != nil {
+		return err
+	}
+	if !result.Deleted {
+		code := http.StatusOK
+		if opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // kube-apiserver keeps this for old clients
+			code = http.StatusAccepted
+		}
+		return s.writeResult(w, req, out, res, code, result.Object)
+	}
+	status := &metav1.Status{
+		Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{
+			Name:  result.Object.GetName(),
+			Group: res.Group,
+			Kind:  res.Plural, // kube-apiserver puts the resource here
+			UID:   result.Object.GetUID(),
+		},
+	}
+	s.writeObject(w, req, out, http.StatusOK, status)
+	return nil
+}
+
+// deleteOptions reads DeleteOptions from the body, or from the query when
+// the body is empty, as kube-apiserver does.
+func (s *Server) deleteOptions(req *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := s.readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) == 0 {
+		if err := decodeParams(req, opts); err != nil {
+			return nil, err
+		}
+		return opts, nil
+	}
+	info, err := s.codecs.InputSerializer(req.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.codecs.Decode(info, false, body, opts)
+	if err != nil {
+		return nil, err
+	}
+	if d.Object != opts {
+		return nil, apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
+	}
+	return opts, nil
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true, List: true})
+	if err != nil {
+		return err
+	}
+	listOpts, err := listOptions(req)
+	if err != nil {
+		return err
+	}
+	opts, err := s.deleteOptions(req)
+	if err != nil {
+		return err
+	}
+	result, err := s.reg.DeleteCollection(req.Context(), res, info.namespace, listOpts, opts)
+	if err != nil {
+		return err
+	}
+	return s.writeList(w, req, out, res, result)
+}
+
+func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	return methodNotAllowed()
+}
+
+func (s *Server) watch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+	return methodNotAllowed()
+}

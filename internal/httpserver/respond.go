@@ -1,0 +1,113 @@
+package httpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/leasehold/leasehold/internal/codec"
+)
+
+// writeObject writes obj with the given status code in the negotiated
+// format.
+func (s *Server) writeObject(w http.ResponseWriter, req *http.Request, out codec.Output, code int, obj runtime.Object) {
+	var buf bytes.Buffer
+	if err := s.codecs.Encode(&buf, out, obj); err != nil {
+		s.writeError(w, req, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", out.MediaType())
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(code)
+	if req.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// writeError writes err as a Status in a format the client accepts. Errors
+// that are not API errors become 500s; their detail is logged, and only
+// kube-apiserver's generic wording reaches the client.
+func (s *Server) writeError(w http.ResponseWriter, req *http.Request, err error) {
+	status := s.errorStatus(req, err)
+	out, nerr := s.codecs.Negotiate(req, codec.Target{})
+	if nerr != nil {
+		// The client accepts nothing we speak; answer in JSON anyway.
+		out, _ = s.codecs.Negotiate(&http.Request{Header: http.Header{}, URL: req.URL}, codec.Target{})
+	}
+	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))
+	}
+	s.writeObject(w, req, out, int(status.Code), status)
+}
+
+// errorStatus returns the Status for err, as kube-apiserver's
+// ErrorToAPIStatus does.
+func (s *Server) errorStatus(req *http.Request, err error) *metav1.Status {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		st := status.Status()
+		if st.Status == "" {
+			st.Status = metav1.StatusFailure
+		}
+		if st.Code == 0 {
+			st.Code = http.StatusInternalServerError
+		}
+		return &st
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away; the answer is never read.
+		return &metav1.Status{Status: metav1.StatusFailure, Code: 499, Message: "client closed request"}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		st := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0).Status()
+		return &st
+	}
+	s.log.Error("internal error", "method", req.Method, "path", req.URL.Path, "err", err)
+	return &metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Reason:  metav1.StatusReasonUnknown,
+		Message: err.Error(),
+	}
+}
+
+// addWarnings adds a Warning header per text, as kube-apiserver's warning
+// recorder formats them.
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, text := range warnings {
+		h, err := utilnet.NewWarningHeader(299, "-", text)
+		if err != nil {
+			continue
+		}
+		w.Header().Add("Warning", h)
+	}
+}
+
+// methodNotAllowed is the 405 answer for a method a path does not serve.
+func methodNotAllowed() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusMethodNotAllowed,
+		Reason:  metav1.StatusReasonMethodNotAllowed,
+		Message: "the server does not allow this method on the requested resource",
+		Details: &metav1.StatusDetails{},
+	}}
+}
+
+// notFoundPath is the 404 for a path that names nothing.
+func notFoundPath() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotFound,
+		Reason:  metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource",
+		Details: &metav1.StatusDetails{},
+	}}
+}

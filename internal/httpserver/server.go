@@ -1,0 +1,243 @@
+package httpserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/leasehold/leasehold/internal/auth"
+	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// Authenticator identifies the client of a request. ok is false when the
+// request carries no credentials it recognises; err when it carries bad
+// ones.
+type Authenticator interface {
+	Authenticate(req *http.Request) (u auth.User, ok bool, err error)
+}
+
+// Config configures a Server.
+type Config struct {
+	Registry  *registry.Registry
+	Codecs    *codec.Codecs
+	Resources []*resources.Resource
+	// Authenticator identifies clients; requests it does not recognise are
+	// answered 401, except the health and version endpoints.
+	Authenticator Authenticator
+	Version       version.Info
+	// Ready reports whether the server can serve; /readyz fails otherwise.
+	Ready  func() error
+	Logger *slog.Logger
+	// MaxRequestBodyBytes limits request bodies (kube-apiserver: 3 MiB).
+	MaxRequestBodyBytes int64
+	// RequestTimeout bounds non-watch requests (kube-apiserver: 60 s; 34 s
+	// for writes).
+	RequestTimeout time.Duration
+	// WriteTimeout bounds mutating requests.
+	WriteTimeout time.Duration
+	// MinWatchTimeout is the lower bound of the random watch duration used
+	// when a client gives no timeoutSeconds (kube-apiserver: 1800 s).
+	MinWatchTimeout time.Duration
+}
+
+// Server serves the Kubernetes API. It is an http.Handler.
+type Server struct {
+	reg       *registry.Registry
+	codecs    *codec.Codecs
+	resources map[resourceKey]*resources.Resource
+	groups    []group
+	authn     Authenticator
+	version   version.Info
+	ready     func() error
+	log       *slog.Logger
+	cfg       Config
+
+	// shutdown is closed when the server stops: watches end cleanly.
+	shutdown chan struct{}
+}
+
+type resourceKey struct{ group, version, plural string }
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxRequestBodyBytes == 0 {
+		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 60 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 34 * time.Second
+	}
+	if cfg.MinWatchTimeout == 0 {
+		cfg.MinWatchTimeout = 1800 * time.Second
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() error { return nil }
+	}
+	s := &Server{
+		reg:       cfg.Registry,
+		codecs:    cfg.Codecs,
+		resources: make(map[resourceKey]*resources.Resource, len(cfg.Resources)),
+		authn:     cfg.Authenticator,
+		version:   cfg.Version,
+		ready:     cfg.Ready,
+		log:       cfg.Logger,
+		cfg:       cfg,
+		shutdown:  make(chan struct{}),
+	}
+	for _, res := range cfg.Resources {
+		s.resources[resourceKey{res.Group, res.Version, res.Plural}] = res
+	}
+	s.groups = groupsOf(cfg.Resources)
+	return s
+}
+
+// Shutdown ends running watches cleanly; new requests still get answers.
+func (s *Server) Shutdown() {
+	select {
+	case <-s.shutdown:
+	default:
+		close(s.shutdown)
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	h := w.Header()
+	auditID := req.Header.Get("Audit-ID")
+	if auditID == "" {
+		auditID = uuid.NewString()
+	}
+	h.Set("Audit-ID", auditID)
+	h.Set("Cache-Control", "no-cache, private")
+	h.Set("X-Content-Type-Options", "nosniff")
+
+	path := req.URL.Path
+	switch {
+	case path == "/version" || strings.HasPrefix(path, "/version/"):
+		s.serveVersion(w, req)
+		return
+	case isHealthPath(path):
+		s.serveHealth(w, req)
+		return
+	}
+	if s.authn != nil {
+		_, ok, err := s.authn.Authenticate(req)
+		if err != nil || !ok {
+			s.writeError(w, req, unauthorized())
+			return
+		}
+	}
+	if err := s.serveAPI(w, req); err != nil {
+		s.writeError(w, req, err)
+	}
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {
+	if s.serveDiscovery(w, req) {
+		return nil
+	}
+	info, ok := parseResourcePath(req)
+	if !ok || info.resource == "" {
+		return notFoundPath()
+	}
+	res := s.resources[resourceKey{info.group, info.version, info.resource}]
+	if res == nil {
+		return notFoundPath()
+	}
+	if err := s.checkRoute(res, info); err != nil {
+		return err
+	}
+	ctx := req.Context()
+	timeout := s.cfg.RequestTimeout
+	switch info.verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		timeout = s.cfg.WriteTimeout
+	}
+	if info.verb != "watch" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+		req = req.WithContext(ctx)
+	}
+	switch info.verb {
+	case "get":
+		return s.get(w, req, res, info)
+	case "list":
+		return s.list(w, req, res, info)
+	case "watch":
+		return s.watch(w, req, res, info)
+	case "create":
+		return s.create(w, req, res, info)
+	case "update":
+		return s.update(w, req, res, info)
+	case "patch":
+		return s.patch(w, req, res, info)
+	case "delete":
+		return s.delete(w, req, res, info)
+	case "deletecollection":
+		return s.deleteCollection(w, req, res, info)
+	}
+	return methodNotAllowed()
+}
+
+// checkRoute rejects paths that name no route of the resource, with 404
+// or 405 as kube-apiserver's router does.
+func (s *Server) checkRoute(res *resources.Resource, info requestInfo) error {
+	if !res.Namespaced && info.namespace != "" {
+		return notFoundPath()
+	}
+	if res.Namespaced && info.name != "" && info.namespace == "" {
+		return notFoundPath()
+	}
+	if info.subresource != "" {
+		if _, ok := res.Subresources[info.subresource]; !ok {
+			return notFoundPath()
+		}
+		switch info.verb {
+		case "update":
+		case "get", "patch":
+			if info.subresource == "finalize" {
+				return methodNotAllowed()
+			}
+		default:
+			return methodNotAllowed()
+		}
+		return nil
+	}
+	if info.watchPath && info.verb != "watch" {
+		return methodNotAllowed()
+	}
+	switch info.verb {
+	case "":
+		return methodNotAllowed()
+	case "create":
+		// Only the namespaced collection accepts POST.
+		if info.name != "" || res.Namespaced && info.namespace == "" {
+			return methodNotAllowed()
+		}
+	case "update", "patch":
+		if info.name == "" {
+			return methodNotAllowed()
+		}
+	case "deletecollection":
+		if res.Namespaced && info.namespace == "" {
+			return methodNotAllowed()
+		}
+	}
+	if !res.Serves(info.verb) {
+		return methodNotAllowed()
+	}
+	return nil
+}

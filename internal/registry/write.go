@@ -1,0 +1,503 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// WriteOptions are the options shared by create, update and delete.
+type WriteOptions struct {
+	// DryRun runs every check but stores nothing (dryRun=All).
+	DryRun bool
+}
+
+// WriteResult is the outcome of a create or update.
+type WriteResult struct {
+	Object resources.Object
+	// Created is true when the write created the object (201).
+	Created bool
+	// Warnings go to the client as Warning headers.
+	Warnings []string
+}
+
+// maxGenerateNameAttempts is how often a create with generateName retries
+// on a name collision (kube-apiserver's maxNameGenerationCreateAttempts).
+const maxGenerateNameAttempts = 8
+
+// Create stores a new object. obj is decoded from the request and owned by
+// the call.
+func (r *Registry) Create(ctx context.Context, res *resources.Resource, namespace string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
+	wipeSystemFields(obj)
+	if err := ensureNamespace(res, namespace, obj); err != nil {
+		return WriteResult{}, err
+	}
+	var result WriteResult
+	result.Warnings = dedupOwnerReferences(obj)
+	if err := r.admitCreate(ctx, res, obj); err != nil {
+		return WriteResult{}, err
+	}
+	generate := obj.GetGenerateName() != "" && obj.GetName() == ""
+	for attempt := 1; ; attempt++ {
+		candidate := obj
+		if generate {
+			candidate = obj.DeepCopyObject().(resources.Object)
+		}
+		out, warnings, err := r.create(ctx, res, candidate, generate, opts)
+		if err == nil || !generate || !apierrors.IsAlreadyExists(err) {
+			result.Object, result.Created = out, true
+			result.Warnings = append(result.Warnings, warnings...)
+			return result, err
+		}
+		if attempt == maxGenerateNameAttempts {
+			se := apierrors.NewAlreadyExists(res.GroupResource(), candidate.GetName())
+			se.ErrStatus.Message = fmt.Sprintf("%s %q already exists, the server was not able to generate a unique name for the object", res.GroupResource(), candidate.GetName())
+			se.ErrStatus.Details.RetryAfterSeconds = 1
+			return WriteResult{}, se
+		}
+	}
+}
+
+func (r *Registry) create(ctx context.Context, res *resources.Resource, obj resources.Object, generate bool, opts WriteOptions) (resources.Object, []string, error) {
+	r.fillSystemFields(obj)
+	if generate {
+		obj.SetName(generateName(obj.GetGenerateName()))
+	}
+	warnings, err := r.beforeCreate(res, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	// kube-apiserver's storage refuses a create that carries a parseable,
+	// non-zero resourceVersion, as a plain 500.
+	if rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err == nil && rv != 0 {
+		return nil, nil, errors.New("resourceVersion should not be set on objects to be created")
+	}
+	obj.SetResourceVersion("")
+	key := r.key(res, obj.GetNamespace(), obj.GetName())
+	data, err := r.codecs.EncodeStorage(obj)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	if opts.DryRun {
+		if cur, ok := r.cachedObject(res, key); ok {
+			return nil, nil, alreadyExists(res, obj.GetName(), cur)
+		}
+		return obj, warnings, nil
+	}
+	kv, err := r.store.Put(ctx, key, data, 0)
+	if err != nil {
+		var ce *storage.ConflictError
+		if errors.As(err, &ce) && ce.Current != nil {
+			cur, derr := r.decode(res, *ce.Current)
+			if derr != nil {
+				return nil, nil, apierrors.NewInternalError(derr)
+			}
+			return nil, nil, alreadyExists(res, obj.GetName(), cur)
+		}
+		return nil, nil, storageError(err, res, obj.GetName(), "create")
+	}
+	obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+	return obj, warnings, nil
+}
+
+func alreadyExists(res *resources.Resource, name string, cur resources.Object) error {
+	se := apierrors.NewAlreadyExists(res.GroupResource(), name)
+	if cur.GetDeletionTimestamp() != nil {
+		se.ErrStatus.Message = "object is being deleted: " + se.ErrStatus.Message
+	}
+	return se
+}
+
+// beforeCreate prepares and validates a new object, as kube-apiserver's
+// rest.BeforeCreate does.
+func (r *Registry) beforeCreate(res *resources.Resource, obj resources.Object) ([]string, error) {
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj)
+	}
+	// Validate includes kube-apiserver's generic metadata checks.
+	if errs := res.Validate(obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, obj.GetName(), errs)
+	}
+	if res.Warnings != nil {
+		return res.Warnings(obj, nil), nil
+	}
+	return nil, nil
+}
+
+// Update replaces an object (PUT), or a subresource of it ("status",
+// "finalize"). A missing object is created when the resource allows it.
+// obj is decoded from the request and owned by the call.
+func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespace, name, subresource string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
+	var sub *resources.Subresource
+	if subresource != "" {
+		s, ok := res.Subresources[subresource]
+		if !ok {
+			return WriteResult{}, apierrors.NewNotFound(res.GroupResource(), name)
+		}
+		sub = &s
+	}
+	result := WriteResult{Warnings: dedupOwnerReferences(obj)}
+	key := r.key(res, namespace, name)
+	bodyUID := obj.GetUID()
+	allowCreate := res.AllowCreateOnUpdate && sub == nil
+
+	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (resources.Object, error) {
+		if bodyUID != "" && (existing == nil || existing.obj.GetUID() != bodyUID) {
+			var have types.UID
+			if existing != nil {
+				have = existing.obj.GetUID()
+			}
+			return nil, apierrors.NewConflict(res.GroupResource(), name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", bodyUID, have))
+		}
+		newObj := obj.DeepCopyObject().(resources.Object)
+		if existing == nil {
+			if !allowCreate {
+				return nil, apierrors.NewNotFound(res.GroupResource(), name)
+			}
+			wipeSystemFields(newObj)
+			r.fillSystemFields(newObj)
+			if err := r.admitCreate(ctx, res, newObj); err != nil {
+				return nil, err
+			}
+			warnings, err := r.beforeCreate(res, newObj)
+			if err != nil {
+				return nil, err
+			}
+			result.Created = true
+			result.Warnings = append(result.Warnings, warnings...)
+			newObj.SetResourceVersion("")
+			return newObj, nil
+		}
+		result.Created = false
+		old := existing.obj
+		newRV, err := strconv.ParseUint(newObj.GetResourceVersion(), 10, 64)
+		if newObj.GetResourceVersion() == "" {
+			newRV, err = 0, nil
+		}
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", newObj.GetResourceVersion(), err))
+		}
+		if newRV == 0 {
+			if !res.AllowUnconditionalUpdate {
+				// kube-apiserver names the plural resource here, not the kind.
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, name, field.ErrorList{
+					field.Invalid(field.NewPath("metadata", "resourceVersion"), newRV, "must be specified for an update"),
+				})
+			}
+			// An unconditional update validates as an update of the
+			// stored version.
+			newObj.SetResourceVersion(strconv.FormatInt(existing.rev, 10))
+		} else if int64(newRV) != existing.rev {
+			return nil, apierrors.NewConflict(res.GroupResource(), name, errors.New(optimisticLockMessage))
+		}
+		warnings, err := r.beforeUpdate(res, sub, newObj, old)
+		if err != nil {
+			return nil, err
+		}
+		newObj.SetResourceVersion("")
+		result.Warnings = append(result.Warnings, warnings...)
+		return newObj, nil
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	result.Object = out
+	return result, nil
+}
+
+// beforeUpdate prepares and validates an update, as kube-apiserver's
+// rest.BeforeUpdate does.
+func (r *Registry) beforeUpdate(res *resources.Resource, sub *resources.Subresource, obj, old resources.Object) ([]string, error) {
+	if err := ensureNamespace(res, old.GetNamespace(), obj); err != nil {
+		return nil, err
+	}
+	obj.SetGeneration(old.GetGeneration())
+	switch {
+	case sub != nil && sub.PrepareForUpdate != nil:
+		sub.PrepareForUpdate(obj, old)
+	case sub == nil && res.PrepareForUpdate != nil:
+		res.PrepareForUpdate(obj, old)
+	}
+	if obj.GetUID() == "" {
+		obj.SetUID(old.GetUID())
+	}
+	if ts := old.GetCreationTimestamp(); !ts.IsZero() {
+		obj.SetCreationTimestamp(ts)
+	}
+	if old.GetDeletionTimestamp() != nil {
+		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	}
+	if old.GetDeletionGracePeriodSeconds() != nil && obj.GetDeletionGracePeriodSeconds() == nil {
+		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	}
+	// ValidateUpdate includes kube-apiserver's generic metadata checks,
+	// duplicates and all: NewInvalid words the message without them, the
+	// causes keep them, as kube-apiserver's do.
+	var errs field.ErrorList
+	if sub != nil {
+		errs = sub.ValidateUpdate(obj, old)
+	} else {
+		errs = res.ValidateUpdate(obj, old)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, obj.GetName(), errs)
+	}
+	if sub == nil && res.Warnings != nil {
+		return res.Warnings(obj, old), nil
+	}
+	return nil, nil
+}
+
+// current is the stored state an update starts from.
+type current struct {
+	obj  resources.Object
+	rev  int64
+	data []byte // the stored bytes; nil when obj came from the cache
+	// fresh says the state was read from storage (or returned by a failed
+	// write), not from a possibly stale cache.
+	fresh bool
+}
+
+// updateFunc computes the new object from the current one (nil when the
+// object does not exist). It must not modify existing.
+type updateFunc func(existing *current) (resources.Object, error)
+
+// guaranteedUpdate applies fn until it is stored without conflicting with
+// a concurrent write, as kube-apiserver's GuaranteedUpdate does: it starts
+// from the cached object, and only re-reads storage when fn fails or the
+// write conflicts. A result byte-identical to the stored object is not
+// written. An object left with a deletionTimestamp and no finalizers is
+// deleted.
+func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource, key, name string, dryRun bool, fn updateFunc) (resources.Object, error) {
+	cur := r.cachedCurrent(res, key)
+	for {
+		newObj, err := fn(cur)
+		if err != nil {
+			if cur != nil && cur.fresh || cur == nil && r.storageMissing(ctx, key) {
+				return nil, err
+			}
+			if cur, err = r.storedCurrent(ctx, res, key, name); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if cur != nil && r.readyToDelete(res, newObj) {
+			return r.deleteFinalized(ctx, res, key, name, cur, newObj, dryRun)
+		}
+		data, err := r.codecs.EncodeStorage(newObj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if cur != nil {
+			if cur.data == nil {
+				if cur.data, err = r.codecs.EncodeStorage(cur.obj); err != nil {
+					return nil, apierrors.NewInternalError(err)
+				}
+			}
+			if bytes.Equal(data, cur.data) {
+				if !cur.fresh {
+					if cur, err = r.storedCurrent(ctx, res, key, name); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				// Nothing changed: no write, no event, same resourceVersion.
+				return cur.obj, nil
+			}
+		}
+		var expected int64
+		if cur != nil {
+			expected = cur.rev
+		}
+		if dryRun {
+			if cur != nil {
+				newObj.SetResourceVersion(strconv.FormatInt(cur.rev, 10))
+			}
+			return newObj, nil
+		}
+		kv, err := r.store.Put(ctx, key, data, expected)
+		if err != nil {
+			var ce *storage.ConflictError
+			if !errors.As(err, &ce) {
+				return nil, storageError(err, res, name, "update")
+			}
+			if cur, err = r.fromConflict(res, ce); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		newObj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+		return newObj, nil
+	}
+}
+
+// readyToDelete reports whether an updated object has been marked for
+// deletion and nothing holds it any more.
+func (r *Registry) readyToDelete(res *resources.Resource, obj resources.Object) bool {
+	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) > 0 {
+		return false
+	}
+	return res.Finalizing == nil || !res.Finalizing(obj)
+}
+
+// deleteFinalized deletes an object whose update removed its last
+// finalizer; the answer is the object as the update left it.
+func (r *Registry) deleteFinalized(ctx context.Context, res *resources.Resource, key, name string, cur *current, final resources.Object, dryRun bool) (resources.Object, error) {
+	final.SetResourceVersion(strconv.FormatInt(cur.rev, 10))
+	if dryRun {
+		return final, nil
+	}
+	if _, err := r.store.Delete(ctx, key, cur.rev); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, storageError(err, res, name, "delete")
+	}
+	return final, nil
+}
+
+func (r *Registry) cachedObject(res *resources.Resource, key string) (resources.Object, bool) {
+	s := r.cache(res).Current()
+	if s == nil {
+		return nil, false
+	}
+	o, ok := s.Get(key)
+	if !ok {
+		return nil, false
+	}
+	return o.Obj, true
+}
+
+// cachedCurrent returns the cached state of key, nil when not cached.
+func (r *Registry) cachedCurrent(res *resources.Resource, key string) *current {
+	s := r.cache(res).Current()
+	if s == nil {
+		return nil
+	}
+	o, ok := s.Get(key)
+	if !ok {
+		return nil
+	}
+	return &current{obj: o.Obj, rev: o.Rev}
+}
+
+// storedCurrent reads key from storage; nil when it does not exist.
+func (r *Registry) storedCurrent(ctx context.Context, res *resources.Resource, key, name string) (*current, error) {
+	kv, err := r.store.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storageError(err, res, name, "get")
+	}
+	obj, err := r.decode(res, kv)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return &current{obj: obj, rev: kv.ModRevision, data: kv.Value, fresh: true}, nil
+}
+
+// storageMissing reports whether key is absent from storage, so that a
+// failure computed on "not found in cache" can be trusted.
+func (r *Registry) storageMissing(ctx context.Context, key string) bool {
+	_, err := r.store.Get(ctx, key)
+	return errors.Is(err, storage.ErrNotFound)
+}
+
+func (r *Registry) fromConflict(res *resources.Resource, ce *storage.ConflictError) (*current, error) {
+	if ce.Current == nil {
+		return nil, nil
+	}
+	obj, err := r.decode(res, *ce.Current)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return &current{obj: obj, rev: ce.Current.ModRevision, data: ce.Current.Value, fresh: true}, nil
+}
+
+// wipeSystemFields clears what clients may not set on create
+// (apiserver/pkg/registry/rest/meta.go WipeObjectMetaSystemFields).
+func wipeSystemFields(obj resources.Object) {
+	obj.SetCreationTimestamp(metav1.Time{})
+	obj.SetUID("")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetSelfLink("")
+}
+
+func (r *Registry) fillSystemFields(obj resources.Object) {
+	// Stored times have second precision (metav1.Time's protobuf form);
+	// truncating here makes the answer equal to what is stored.
+	obj.SetCreationTimestamp(metav1.NewTime(r.now().Truncate(time.Second)))
+	obj.SetUID(types.UID(uuid.NewString()))
+}
+
+// ensureNamespace reconciles the body's namespace with the request's, as
+// kube-apiserver's EnsureObjectNamespaceMatchesRequestNamespace does.
+func ensureNamespace(res *resources.Resource, requestNamespace string, obj resources.Object) error {
+	if !res.Namespaced {
+		requestNamespace = ""
+	}
+	switch ns := obj.GetNamespace(); {
+	case ns == requestNamespace:
+	case ns == "":
+		obj.SetNamespace(requestNamespace)
+	case requestNamespace == "":
+		obj.SetNamespace("")
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// generateName appends five random characters to a generateName prefix,
+// truncated so the result fits a DNS label (kube-apiserver's
+// names.SimpleNameGenerator).
+func generateName(base string) string {
+	const maxGeneratedNameLength = 63 - 5
+	if len(base) > maxGeneratedNameLength {
+		base = base[:maxGeneratedNameLength]
+	}
+	return base + utilrand.String(5)
+}
+
+// dedupOwnerReferences drops ownerReferences with a repeated UID and
+// returns kube-apiserver's warning when it did.
+func dedupOwnerReferences(obj resources.Object) []string {
+	refs := obj.GetOwnerReferences()
+	if len(refs) < 2 {
+		return nil
+	}
+	seen := make(map[types.UID]bool, len(refs))
+	var dups []string
+	out := refs[:0:0]
+	for _, ref := range refs {
+		// Only a reference equal to a kept one is a duplicate; same UID
+		// with other fields is kept, as kube-apiserver does.
+		if seen[ref.UID] && slices.ContainsFunc(out, func(o metav1.OwnerReference) bool { return equality.Semantic.DeepEqual(o, ref) }) {
+			dups = append(dups, string(ref.UID))
+			continue
+		}
+		seen[ref.UID] = true
+		out = append(out, ref)
+	}
+	if len(dups) == 0 {
+		return nil
+	}
+	obj.SetOwnerReferences(out)
+	return []string{fmt.Sprintf(".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: %v", dups)}
+}

@@ -1,0 +1,216 @@
+package lease
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// Options configures the Lease description.
+type Options struct {
+	// CoordinatedLeaderElection mirrors kube-apiserver's feature gate of the
+	// same name (off by default there). When false, spec.strategy and
+	// spec.preferredHolder are dropped from writes; when true they are kept
+	// and validated.
+	CoordinatedLeaderElection bool
+}
+
+// New returns the description of coordination.k8s.io/v1 Leases.
+func New(opts Options) *resources.Resource {
+	r := &resources.Resource{
+		Group:      coordinationv1.GroupName,
+		Version:    "v1",
+		Kind:       "Lease",
+		ListKind:   "LeaseList",
+		Plural:     "leases",
+		Singular:   "lease",
+		Namespaced: true,
+		KeyPath:    "leases",
+
+		New:     func() resources.Object { return &coordinationv1.Lease{} },
+		NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
+
+		AllowCreateOnUpdate:      true,
+		AllowUnconditionalUpdate: false,
+
+		Validate:       validate,
+		ValidateUpdate: validateUpdate,
+
+		FieldLabels: []string{"metadata.name", "metadata.namespace"},
+		Fields:      selectableFields,
+
+		Columns: columns(),
+		Row:     row,
+	}
+	if !opts.CoordinatedLeaderElection {
+		r.PrepareForCreate = dropGatedFields
+		r.PrepareForUpdate = dropNewGatedFields
+	}
+	return r
+}
+
+// dropGatedFields clears the coordinated-election fields on create while the
+// gate is off.
+func dropGatedFields(obj resources.Object) {
+	l := obj.(*coordinationv1.Lease)
+	l.Spec.Strategy = nil
+	l.Spec.PreferredHolder = nil
+}
+
+// dropNewGatedFields clears each coordinated-election field on update unless
+// the stored object already uses it, so data written while the gate was on
+// survives.
+func dropNewGatedFields(obj, old resources.Object) {
+	l, o := obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease)
+	if o.Spec.Strategy == nil {
+		l.Spec.Strategy = nil
+	}
+	if o.Spec.PreferredHolder == nil {
+		l.Spec.PreferredHolder = nil
+	}
+}
+
+func validate(obj resources.Object) field.ErrorList {
+	l := obj.(*coordinationv1.Lease)
+	// Lease uses apimachinery's metadata rules, not core's: finalizers
+	// without "/" are accepted.
+	errs := apivalidation.ValidateObjectMetaAccessor(l, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs = append(errs, validateSpec(&l.Spec, field.NewPath("spec"))...)
+	return resources.ValidateCreate(l, true, errs)
+}
+
+func validateUpdate(obj, old resources.Object) field.ErrorList {
+	l, o := obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease)
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(l, o, field.NewPath("metadata"))
+	errs = append(errs, validateSpec(&l.Spec, field.NewPath("spec"))...)
+	return resources.ValidateUpdate(l, o, true, errs)
+}
+
+// validateSpec is ValidateLeaseSpec; the same rules apply on create and
+// update and no field is immutable.
+func validateSpec(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	// kube-apiserver passes the *int32 as the bad value; the int32 renders
+	// the same and keeps no reference into the object.
+	if d := spec.LeaseDurationSeconds; d != nil && *d <= 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("leaseDurationSeconds"), *d, "must be greater than 0"))
+	}
+	if t := spec.LeaseTransitions; t != nil && *t < 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("leaseTransitions"), *t, "must be greater than or equal to 0"))
+	}
+	if spec.Strategy != nil {
+		errs = append(errs, validateStrategy(*spec.Strategy, fldPath.Child("strategy"))...)
+	}
+	if spec.PreferredHolder != nil && *spec.PreferredHolder != "" && (spec.Strategy == nil || *spec.Strategy == "") {
+		errs = append(errs, field.Forbidden(fldPath.Child("preferredHolder"), "may only be specified if `strategy` is defined"))
+	}
+	return errs
+}
+
+var validStrategies = []coordinationv1.CoordinatedLeaseStrategy{coordinationv1.OldestEmulationVersion}
+
+// validateStrategy is ValidateCoordinatedLeaseStrategy. It appends
+// "strategy" to a path that already ends in "strategy", so errors land on
+// spec.strategy.strategy; see
+// https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/apis/coordination/validation/validation.go
+// The bad value keeps its named string type: kube-apiserver renders it as
+// JSON, which escapes differently from the %q used for plain strings.
+func validateStrategy(s coordinationv1.CoordinatedLeaseStrategy, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	p := fldPath.Child("strategy")
+	if !strings.Contains(string(s), "/") {
+		for _, v := range validStrategies {
+			if s == v {
+				return nil
+			}
+		}
+		return append(errs, field.NotSupported(p, s, validStrategies))
+	}
+	for _, msg := range utilvalidation.IsQualifiedName(string(s)) {
+		errs = append(errs, field.Invalid(p, s, msg))
+	}
+	return errs
+}
+
+func selectableFields(obj resources.Object) fields.Set {
+	return fields.Set{
+		"metadata.name":      obj.GetName(),
+		"metadata.namespace": obj.GetNamespace(),
+	}
+}
+
+func columns() []metav1.TableColumnDefinition {
+	spec := coordinationv1.LeaseSpec{}.SwaggerDoc()
+	return []metav1.TableColumnDefinition{
+		resources.NameColumn(),
+		{Name: "Holder", Type: "string", Description: spec["holderIdentity"]},
+		resources.AgeColumn(),
+		// Ours, not kube-apiserver's: shown by kubectl get -o wide.
+		{Name: "Duration", Type: "string", Priority: 1, Description: spec["leaseDurationSeconds"]},
+		{Name: "Renewed", Type: "string", Priority: 1, Description: "Time since renewTime. " + spec["renewTime"]},
+		// A string column: its cells may be "<none>".
+		{Name: "Transitions", Type: "string", Priority: 1, Description: spec["leaseTransitions"]},
+		{Name: "Expired", Type: "string", Priority: 1, Description: "Whether renewTime plus leaseDurationSeconds is not after the server's current time; <unknown> when either is unset."},
+	}
+}
+
+const none = "<none>"
+
+func row(obj resources.Object, now time.Time) []any {
+	l := obj.(*coordinationv1.Lease)
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	return []any{
+		l.Name,
+		holder,
+		resources.Age(l.CreationTimestamp, now),
+		leaseDuration(l.Spec.LeaseDurationSeconds),
+		renewed(l.Spec.RenewTime, now),
+		transitions(l.Spec.LeaseTransitions),
+		expired(&l.Spec, now),
+	}
+}
+
+func leaseDuration(d *int32) string {
+	if d == nil {
+		return none
+	}
+	return fmt.Sprintf("%ds", *d)
+}
+
+func renewed(t *metav1.MicroTime, now time.Time) string {
+	if t == nil {
+		return none
+	}
+	return resources.Age(metav1.Time{Time: t.Time}, now)
+}
+
+func transitions(n *int32) string {
+	if n == nil {
+		return none
+	}
+	return strconv.Itoa(int(*n))
+}
+
+// expired follows client-go's leader election, which holds a lease valid
+// while renewTime+leaseDurationSeconds is after now.
+func expired(spec *coordinationv1.LeaseSpec, now time.Time) string {
+	if spec.RenewTime == nil || spec.RenewTime.IsZero() || spec.LeaseDurationSeconds == nil {
+		return "<unknown>"
+	}
+	end := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
+	return strconv.FormatBool(!end.After(now))
+}

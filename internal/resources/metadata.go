@@ -1,0 +1,138 @@
+package resources
+
+import (
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// metadataPath is the root of every metadata error.
+var metadataPath = field.NewPath("metadata")
+
+// standardFinalizers are the finalizer names that may go without a "/".
+// See pkg/apis/core/helper/helpers.go (standardFinalizers) in kubernetes.
+var standardFinalizers = []string{
+	"kubernetes",
+	metav1.FinalizerOrphanDependents,
+	metav1.FinalizerDeleteDependents,
+}
+
+// ValidateObjectMeta checks metadata on create the way kube-apiserver's
+// pkg/apis/core/validation.ValidateObjectMeta does for core kinds: the
+// apimachinery rules (name or generateName via nameFn, namespace required or
+// forbidden, labels, annotations, ownerReferences, finalizers, managedFields,
+// generation) plus ValidateLegacyFinalizerName on every finalizer.
+//
+// Kinds outside the core group (Lease) call apimachinery's
+// ValidateObjectMetaAccessor directly, without the finalizer rule.
+func ValidateObjectMeta(obj metav1.Object, namespaced bool, nameFn apivalidation.ValidateNameFunc) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(obj, namespaced, nameFn, metadataPath)
+	return append(errs, validateLegacyFinalizers(obj.GetFinalizers())...)
+}
+
+// ValidateObjectMetaUpdate checks a metadata change the way kube-apiserver's
+// pkg/apis/core/validation.ValidateObjectMetaUpdate does: apimachinery's
+// update rules (resourceVersion present, name, namespace, uid,
+// creationTimestamp, deletionTimestamp and deletionGracePeriodSeconds
+// immutable, generation not decremented, no new finalizers while deleting,
+// labels, annotations, ownerReferences, managedFields) plus
+// ValidateLegacyFinalizerName on every finalizer.
+//
+// An empty metadata.resourceVersion is reported as Invalid, so the registry
+// must fill it from the stored object before validating an unconditional
+// update, as kube-apiserver's store does.
+func ValidateObjectMetaUpdate(obj, old metav1.Object) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)
+	return append(errs, validateLegacyFinalizers(obj.GetFinalizers())...)
+}
+
+func validateLegacyFinalizers(finalizers []string) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range finalizers {
+		errs = append(errs, ValidateLegacyFinalizerName(f, metadataPath.Child("finalizers").Index(i))...)
+	}
+	return errs
+}
+
+// ValidateLegacyFinalizerName rejects a finalizer name without a "/" unless it
+// is one of the standard ones ("kubernetes", "orphan", "foregroundDeletion"),
+// as kube-apiserver's validateKubeFinalizerName does.
+func ValidateLegacyFinalizerName(name string, fldPath *field.Path) field.ErrorList {
+	if strings.Contains(name, "/") {
+		return nil
+	}
+	for _, std := range standardFinalizers {
+		if name == std {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(fldPath, name, "name is neither a standard finalizer name nor is it fully qualified")}
+}
+
+// ValidateCreate completes a kind's create validation as kube-apiserver's
+// rest.ValidateCreate does: only when the kind's own checks (kindErrs) pass,
+// the metadata is checked once more with path-segment name rules (no "." or
+// "..", no "/" or "%"). For names already checked as DNS names this adds
+// nothing, but it keeps the error lists identical.
+// See k8s.io/apiserver/pkg/registry/rest/create.go.
+func ValidateCreate(obj metav1.Object, namespaced bool, kindErrs field.ErrorList) field.ErrorList {
+	if len(kindErrs) != 0 {
+		return kindErrs
+	}
+	return apivalidation.ValidateObjectMetaAccessor(obj, namespaced, pathSegmentName, metadataPath)
+}
+
+// ValidateUpdate completes a kind's update validation as kube-apiserver's
+// rest.ValidateUpdate does: common metadata checks (create rules with
+// path-segment names, then apimachinery's update rules) come first, followed
+// by the kind's own errors. The same problem is often reported more than once
+// (kube-apiserver's causes list keeps the duplicates; its message drops them).
+// See k8s.io/apiserver/pkg/registry/rest/update.go (validateCommonFields).
+func ValidateUpdate(obj, old metav1.Object, namespaced bool, kindErrs field.ErrorList) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(obj, namespaced, pathSegmentName, metadataPath)
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)...)
+	return append(errs, kindErrs...)
+}
+
+// pathSegmentName is kube-apiserver's generic name rule: the name must be
+// usable as one URL path segment.
+func pathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
+}
+
+// Age renders the time since t as kubectl and kube-apiserver's printers do:
+// "<unknown>" for a zero time, else HumanDuration (e.g. "45s", "3m20s",
+// "2d4h"; "<invalid>" when t is 2s or more after now).
+func Age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// NameColumn is the table column every kind starts with.
+func NameColumn() metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{
+		Name:        "Name",
+		Type:        "string",
+		Format:      "name",
+		Description: metav1.ObjectMeta{}.SwaggerDoc()["name"],
+	}
+}
+
+// AgeColumn is the table column showing Age of creationTimestamp.
+func AgeColumn() metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{
+		Name:        "Age",
+		Type:        "string",
+		Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"],
+	}
+}

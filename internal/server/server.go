@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/leasehold/leasehold/internal/auth"
+	"github.com/leasehold/leasehold/internal/buildinfo"
+	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/httpserver"
+	"github.com/leasehold/leasehold/internal/pki"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/resources/endpoints"
+	"github.com/leasehold/leasehold/internal/resources/lease"
+	"github.com/leasehold/leasehold/internal/resources/namespace"
+	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/embedded"
+)
+
+// Config configures a Server.
+type Config struct {
+	// DataDir holds the store, the certificates and admin.kubeconfig.
+	DataDir string
+	// Listen is the address to serve on (host:port; port 0 picks one).
+	Listen string
+	// CoordinatedLeaderElection keeps and validates Lease spec.strategy and
+	// spec.preferredHolder; false drops them as kube-apiserver does by
+	// default.
+	CoordinatedLeaderElection bool
+	// WatchWindow is the number of events per resource kept for watches
+	// resuming from the past.
+	WatchWindow int
+	Logger      *slog.Logger
+	// ShutdownTimeout bounds how long in-flight requests may take to finish
+	// when the server stops.
+	ShutdownTimeout time.Duration
+}
+
+// Server is a running leasehold.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	store    storage.Interface
+	reg      *registry.Registry
+	api      *httpserver.Server
+	http     *http.Server
+	listener net.Listener
+	certs    *pki.Bundle
+
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// New opens the store, prepares certificates and binds the listener. Run
+// serves.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	s.listener = ln
+	// The certificate covers the address actually bound (port 0 resolved).
+	addr := ln.Addr().String()
+	certs, err := pki.Ensure(cfg.DataDir, addr, "https://"+addr, time.Now())
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	s.certs = certs
+
+	store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{Logger: cfg.Logger})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("opening store: %w", err)
+	}
+	s.store = store
+
+	codecs := codec.New()
+	leases := lease.New(lease.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection})
+	eps := endpoints.New()
+	nss := namespace.New()
+	all := []*resources.Resource{leases, eps, nss}
+	s.reg = registry.New(registry.Config{
+		Store:       store,
+		Codecs:      codecs,
+		Resources:   all,
+		Namespaces:  nss,
+		WatchWindow: cfg.WatchWindow,
+		Logger:      cfg.Logger,
+	})
+	s.api = httpserver.New(httpserver.Config{
+		Registry:      s.reg,
+		Codecs:        codecs,
+		Resources:     all,
+		Authenticator: auth.X509{},
+		Version:       buildinfo.KubeVersion(),
+		Ready:         s.checkReady,
+		Logger:        cfg.Logger,
+	})
+	s.http = &http.Server{
+		Handler: s.api,
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{certs.Serving},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    certs.CAPool(),
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// URL is the https URL of the server.
+func (s *Server) URL() string { return "https://" + s.Addr() }
+
+// Kubeconfig is the path of the admin kubeconfig.
+func (s *Server) Kubeconfig() string { return s.certs.AdminKubeconfig }
+
+// Ready is closed once the server answers requests with its full state.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+func (s *Server) checkReady() error {
+	select {
+	case <-s.ready:
+	default:
+		return errors.New("not ready")
+	}
+	_, err := s.store.Revision(context.Background())
+	return err
+}
+
+// Run serves until ctx ends, then shuts down gracefully: the listener
+// closes, watches end cleanly, in-flight requests finish (within
+// ShutdownTimeout), and the store closes after them.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.store.Close()
+	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBG()
+	g, gctx := errgroup.WithContext(bg)
+	g.Go(func() error { return s.reg.Run(gctx) })
+	g.Go(func() error { return s.reg.RunNamespaceFinalizer(gctx) })
+
+	select {
+	case <-s.reg.Ready():
+	case <-ctx.Done():
+		cancelBG()
+		_ = g.Wait()
+		return nil
+	case <-gctx.Done():
+		return g.Wait()
+	}
+	if err := s.reg.EnsureNamespaces(ctx); err != nil {
+		cancelBG()
+		_ = g.Wait()
+		return fmt.Errorf("creating system namespaces: %w", err)
+	}
+	s.readyOnce.Do(func() { close(s.ready) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.http.ServeTLS(s.listener, "", "") }()
+
+	select {
+	case err := <-serveErr:
+		cancelBG()
+		_ = g.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down")
+	s.api.Shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := s.http.Shutdown(sctx)
+	<-serveErr
+	cancelBG()
+	if werr := g.Wait(); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}

@@ -1,0 +1,132 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// KeyValue is one version of a key.
+type KeyValue struct {
+	Key   string
+	Value []byte
+	// CreateRevision is the revision that created the key; it survives
+	// updates and is reset when the key is deleted and created again.
+	CreateRevision int64
+	// ModRevision is the revision of the write that produced Value.
+	ModRevision int64
+}
+
+// EventType says what a watch event reports.
+type EventType int
+
+const (
+	// EventPut reports a created or updated key.
+	EventPut EventType = iota
+	// EventDelete reports a deleted key.
+	EventDelete
+	// EventProgress carries no key: it says that every event up to Revision
+	// has been delivered. Engines send it when asked or when idle so that a
+	// watcher of one prefix learns about revisions spent on other prefixes.
+	EventProgress
+)
+
+// Event is one change seen by a watch.
+type Event struct {
+	Type EventType
+	// KV is the key after the change. For EventDelete, KV.Value is the last
+	// value the key held and KV.ModRevision is the revision of the delete.
+	KV KeyValue
+	// PrevValue is the value before the change; nil for a creation.
+	PrevValue []byte
+	// Revision is the revision of the change (equal to KV.ModRevision for
+	// puts and deletes).
+	Revision int64
+}
+
+// ListResult is the state of a prefix at one revision.
+type ListResult struct {
+	// KVs are in ascending key order.
+	KVs []KeyValue
+	// Revision is the store revision the list reflects. It may be larger
+	// than every ModRevision in KVs.
+	Revision int64
+}
+
+// Interface is what a storage engine offers. Implementations are safe for
+// concurrent use.
+type Interface interface {
+	// Get returns the current value of key, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, key string) (KeyValue, error)
+
+	// List returns every key that starts with prefix as of one recent,
+	// linearizable revision.
+	List(ctx context.Context, prefix string) (ListResult, error)
+
+	// Put stores value under key if the key's current ModRevision equals
+	// expected; expected 0 means the key must not exist. On success it
+	// returns the stored KeyValue. On a failed precondition it returns a
+	// *ConflictError (errors.Is ErrConflict) that carries the current value,
+	// so that callers can retry without another read. A value larger than
+	// the engine accepts fails with ErrTooLarge.
+	Put(ctx context.Context, key string, value []byte, expected int64) (KeyValue, error)
+
+	// Delete removes key if its current ModRevision equals expected (which
+	// must be positive). It returns the deleted KeyValue with ModRevision set
+	// to the revision of the delete. A missing key fails with ErrNotFound;
+	// a different revision with a *ConflictError.
+	Delete(ctx context.Context, key string, expected int64) (KeyValue, error)
+
+	// Watch streams every change to keys under prefix with a revision
+	// greater than from, in revision order, with no gaps and no
+	// duplicates, plus EventProgress notes. from older than the engine's
+	// retained history fails with ErrCompacted. The channel is closed when
+	// ctx ends or the watch fails; Err then says why (nil after ctx ends).
+	Watch(ctx context.Context, prefix string, from int64) (Watch, error)
+
+	// Revision returns the current revision, linearizably: every write
+	// acknowledged before the call is at or below it.
+	Revision(ctx context.Context) (int64, error)
+
+	// Close releases the engine. Pending writes either complete or fail.
+	Close() error
+}
+
+// Watch is a running watch.
+type Watch interface {
+	// Events delivers changes; it is closed when the watch ends.
+	Events() <-chan Event
+	// Err reports why the watch ended, once Events is closed.
+	Err() error
+}
+
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("storage: key not found")
+	// ErrConflict: a write's revision precondition failed.
+	ErrConflict = errors.New("storage: revision precondition failed")
+	// ErrCompacted: the requested revision is older than retained history.
+	ErrCompacted = errors.New("storage: required revision has been compacted")
+	// ErrTooLarge: the value exceeds the engine's size limit.
+	ErrTooLarge = errors.New("storage: value too large")
+	// ErrUnavailable: the engine cannot serve requests (closed, failed, or
+	// its backend is out of reach).
+	ErrUnavailable = errors.New("storage: unavailable")
+)
+
+// ConflictError is returned when a write's precondition fails. Current is
+// the key's present state, nil when the key does not exist.
+type ConflictError struct {
+	Key      string
+	Expected int64
+	Current  *KeyValue
+}
+
+func (e *ConflictError) Error() string {
+	if e.Current == nil {
+		return fmt.Sprintf("storage: %s: expected revision %d, key does not exist", e.Key, e.Expected)
+	}
+	return fmt.Sprintf("storage: %s: expected revision %d, found %d", e.Key, e.Expected, e.Current.ModRevision)
+}
+
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

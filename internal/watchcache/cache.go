@@ -1,0 +1,273 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// ErrExpired is returned for a read at a revision the cache no longer
+// holds.
+var ErrExpired = errors.New("watchcache: revision no longer available")
+
+// Decoder turns a stored value into an API object whose resourceVersion is
+// rev.
+type Decoder func(value []byte, rev int64) (resources.Object, error)
+
+// Config configures a Cache.
+type Config struct {
+	Resource *resources.Resource
+	// Prefix is the storage key prefix of the resource, ending in "/".
+	Prefix string
+	Decode Decoder
+	// Window is how many events the cache keeps for watches that resume
+	// from a past revision.
+	Window int
+	// Snapshots is how many list snapshots are kept for paginated lists.
+	Snapshots int
+}
+
+// Cache is the in-memory copy of one resource.
+type Cache struct {
+	cfg Config
+
+	// state is the latest published State.
+	state atomic.Pointer[State]
+
+	// work is the feeder's mutable tree; only the feeder goroutine touches
+	// it. dirty says it changed since the last publish.
+	work  *btree.BTreeG[*Object]
+	dirty bool
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// events holds the recent events; watchers read it.
+	events ring
+	// fresh is closed and replaced whenever a new State is published.
+	fresh chan struct{}
+	// snapshots are States retained for paginated lists, newest last.
+	snapshots []*State
+	// watchers counts the running watchers, for metrics and shutdown.
+	watchers int
+	// generation increases when the cache is rebuilt from a fresh list;
+	// watchers of an older generation end.
+	generation int64
+}
+
+// New returns an empty cache; a Feeder fills it.
+func New(cfg Config) *Cache {
+	if cfg.Window <= 0 {
+		cfg.Window = 10000
+	}
+	if cfg.Snapshots <= 0 {
+		cfg.Snapshots = 64
+	}
+	c := &Cache{
+		cfg:   cfg,
+		work:  btree.NewG(32, lessObject),
+		fresh: make(chan struct{}),
+	}
+	c.events.init(cfg.Window)
+	return c
+}
+
+// Resource returns the described resource.
+func (c *Cache) Resource() *resources.Resource { return c.cfg.Resource }
+
+// Current returns the latest published state, nil before the first list.
+func (c *Cache) Current() *State { return c.state.Load() }
+
+// WaitFor returns a state at revision rev or later, waiting while the cache
+// catches up. It fails with ctx's error if that takes too long.
+func (c *Cache) WaitFor(ctx context.Context, rev int64) (*State, error) {
+	for {
+		c.mu.Lock()
+		s, fresh := c.state.Load(), c.fresh
+		c.mu.Unlock()
+		if s != nil && s.Rev >= rev {
+			return s, nil
+		}
+		select {
+		case <-fresh:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// StateAt returns the state at exactly revision rev: a retained snapshot,
+// or one rebuilt by undoing the window's events after rev. It fails with
+// ErrExpired when rev is older than the window.
+func (c *Cache) StateAt(rev int64) (*State, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.state.Load()
+	if cur == nil {
+		return nil, ErrExpired
+	}
+	if rev > cur.Rev {
+		return nil, fmt.Errorf("watchcache: revision %d is newer than %d", rev, cur.Rev)
+	}
+	for i := len(c.snapshots) - 1; i >= 0; i-- {
+		if s := c.snapshots[i]; s.Rev == rev {
+			return s, nil
+		}
+	}
+	// Every change after base is in the ring; the state at rev can be
+	// rebuilt if rev is not older than base.
+	if rev < c.events.base {
+		return nil, ErrExpired
+	}
+	if rev == cur.Rev {
+		return cur, nil
+	}
+	tree := cur.tree.Clone()
+	for i := c.events.end - 1; i >= c.events.start; i-- {
+		ev := c.events.at(i)
+		if ev.Rev <= rev {
+			break
+		}
+		switch ev.Type {
+		case watch.Added:
+			tree.Delete(ev.Object)
+		default:
+			tree.ReplaceOrInsert(ev.Prev)
+		}
+	}
+	s := &State{Rev: rev, prefix: cur.prefix, namespaced: cur.namespaced, tree: tree}
+	c.retainLocked(s)
+	return s, nil
+}
+
+// Retain keeps s for later pages of a paginated list.
+func (c *Cache) Retain(s *State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retainLocked(s)
+}
+
+func (c *Cache) retainLocked(s *State) {
+	for _, old := range c.snapshots {
+		if old == s {
+			return
+		}
+	}
+	if len(c.snapshots) == c.cfg.Snapshots {
+		copy(c.snapshots, c.snapshots[1:])
+		c.snapshots = c.snapshots[:len(c.snapshots)-1]
+	}
+	c.snapshots = append(c.snapshots, s)
+}
+
+// reset replaces the whole content with kvs at revision rev (feeder only).
+// Running watchers end: the events between the old and the new content
+// are unknown.
+func (c *Cache) reset(kvs []storage.KeyValue, rev int64) error {
+	work := btree.NewG(32, lessObject)
+	for _, kv := range kvs {
+		o, err := c.decode(kv.Key, kv.Value, kv.ModRevision)
+		if err != nil {
+			return err
+		}
+		work.ReplaceOrInsert(o)
+	}
+	c.work = work
+	c.dirty = false
+	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Resource.Namespaced, tree: work.Clone()}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events.reset(rev)
+	c.snapshots = nil
+	c.generation++
+	c.publishLocked(s)
+	return nil
+}
+
+// apply applies one storage event of this resource (feeder only). It does
+// not publish: publish does, once per batch.
+func (c *Cache) apply(ev storage.Event) (Event, error) {
+	prev, hadPrev := c.work.Get(probe(ev.KV.Key))
+	var out Event
+	switch ev.Type {
+	case storage.EventPut:
+		o, err := c.decode(ev.KV.Key, ev.KV.Value, ev.KV.ModRevision)
+		if err != nil {
+			return Event{}, err
+		}
+		c.work.ReplaceOrInsert(o)
+		out = Event{Type: watch.Added, Object: o, Rev: ev.Revision}
+		if hadPrev {
+			out.Type, out.Prev = watch.Modified, prev
+		}
+	case storage.EventDelete:
+		if !hadPrev {
+			return Event{}, fmt.Errorf("watchcache: delete of unknown key %s at %d", ev.KV.Key, ev.Revision)
+		}
+		c.work.Delete(prev)
+		// The DELETED event carries the last state at the delete revision.
+		o, err := c.decode(ev.KV.Key, ev.KV.Value, ev.Revision)
+		if err != nil {
+			return Event{}, err
+		}
+		out = Event{Type: watch.Deleted, Object: o, Prev: prev, Rev: ev.Revision}
+	default:
+		return Event{}, fmt.Errorf("watchcache: unexpected event type %d", ev.Type)
+	}
+	c.dirty = true
+	return out, nil
+}
+
+// publish makes the work tree and the events visible at revision rev
+// (feeder only).
+func (c *Cache) publish(rev int64, events []Event) {
+	cur := c.state.Load()
+	if cur != nil && rev <= cur.Rev && len(events) == 0 {
+		return
+	}
+	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Resource.Namespaced}
+	if c.dirty || cur == nil {
+		s.tree = c.work.Clone()
+		c.dirty = false
+	} else {
+		s.tree = cur.tree
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range events {
+		c.events.push(ev)
+	}
+	c.publishLocked(s)
+}
+
+func (c *Cache) publishLocked(s *State) {
+	c.state.Store(s)
+	close(c.fresh)
+	c.fresh = make(chan struct{})
+}
+
+func (c *Cache) decode(key string, value []byte, rev int64) (*Object, error) {
+	obj, err := c.cfg.Decode(value, rev)
+	if err != nil {
+		return nil, fmt.Errorf("watchcache: %s at %d: %w", key, rev, err)
+	}
+	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Resource.Namespaced)
+	o := &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels()}
+	if c.cfg.Resource.Fields != nil {
+		o.Fields = c.cfg.Resource.Fields(obj)
+	}
+	return o, nil
+}
+
+// waitTimeout bounds how long a read waits for the cache to reach a
+// revision, as kube-apiserver's cacher does.
+const waitTimeout = 3 * time.Second

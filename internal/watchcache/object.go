@@ -1,0 +1,104 @@
+package watchcache
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// Object is one cached object version. It is immutable once published:
+// nobody may modify it or the API object it holds.
+type Object struct {
+	// Key is the storage key.
+	Key string
+	// Namespace and Name identify the object (Namespace empty for
+	// cluster-scoped resources).
+	Namespace, Name string
+	// Rev is the object's resourceVersion (the storage ModRevision, or the
+	// delete revision for the object of a DELETED event).
+	Rev int64
+	// Obj is the decoded API object, with resourceVersion set to Rev.
+	Obj resources.Object
+	// Labels and Fields are what selectors match against.
+	Labels labels.Set
+	Fields fields.Set
+}
+
+func lessObject(a, b *Object) bool { return a.Key < b.Key }
+
+// probe returns a search key for the tree.
+func probe(key string) *Object { return &Object{Key: key} }
+
+// matches reports whether the object is selected by s.
+func (o *Object) matches(s Selector) bool {
+	if s.Namespace != "" && o.Namespace != s.Namespace {
+		return false
+	}
+	if s.Name != "" && o.Name != s.Name {
+		return false
+	}
+	if s.Label != nil && !s.Label.Empty() && !s.Label.Matches(o.Labels) {
+		return false
+	}
+	if s.Field != nil && !s.Field.Empty() && !s.Field.Matches(o.Fields) {
+		return false
+	}
+	return true
+}
+
+// Selector chooses objects: by namespace and name (from the URL or
+// metadata.* field selectors, used to narrow the key range) and by label and
+// field selectors.
+type Selector struct {
+	Namespace string
+	Name      string
+	Label     labels.Selector
+	Field     fields.Selector
+}
+
+// Everything reports whether the selector selects all objects.
+func (s Selector) Everything() bool {
+	return s.Namespace == "" && s.Name == "" &&
+		(s.Label == nil || s.Label.Empty()) && (s.Field == nil || s.Field.Empty())
+}
+
+// keyRange returns the smallest key range that can hold selected objects,
+// given the resource's key prefix ("/registry/leases/").
+func (s Selector) keyRange(prefix string, namespaced bool) (start, end string) {
+	switch {
+	case !namespaced && s.Name != "":
+		return prefix + s.Name, prefix + s.Name + "\x00"
+	case s.Namespace != "" && s.Name != "":
+		k := prefix + s.Namespace + "/" + s.Name
+		return k, k + "\x00"
+	case s.Namespace != "":
+		return prefix + s.Namespace + "/", prefix + s.Namespace + "0" // '0' follows '/'
+	default:
+		return prefix, prefixEnd(prefix)
+	}
+}
+
+// prefixEnd returns the first key after every key with the prefix.
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
+// splitKey returns namespace and name of a key under prefix.
+func splitKey(prefix, key string, namespaced bool) (namespace, name string) {
+	rest := strings.TrimPrefix(key, prefix)
+	if !namespaced {
+		return "", rest
+	}
+	ns, name, _ := strings.Cut(rest, "/")
+	return ns, name
+}

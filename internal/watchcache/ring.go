@@ -1,0 +1,74 @@
+package watchcache
+
+import (
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Event is one change of a resource, as watchers see it.
+type Event struct {
+	Type watch.EventType // Added, Modified or Deleted
+	// Object is the new state; for Deleted, the last state with Rev set to
+	// the delete revision.
+	Object *Object
+	// Prev is the state before the change; nil for Added.
+	Prev *Object
+	// Rev is the revision of the change.
+	Rev int64
+
+	// enc caches the event's encodings, shared by all watchers.
+	enc *encodings
+}
+
+// ring is a bounded window of the most recent events, addressed by
+// absolute sequence numbers so that readers can hold a position across
+// wrap-around: positions [start, end) are present.
+type ring struct {
+	buf        []Event
+	start, end int64
+	// base is a revision such that every event after it is in the ring.
+	base int64
+}
+
+func (r *ring) init(capacity int) { r.buf = make([]Event, capacity) }
+
+func (r *ring) at(pos int64) *Event { return &r.buf[pos%int64(len(r.buf))] }
+
+// push appends ev, evicting the oldest event when full.
+func (r *ring) push(ev Event) {
+	if r.end-r.start == int64(len(r.buf)) {
+		r.base = r.at(r.start).Rev
+		*r.at(r.start) = Event{}
+		r.start++
+	}
+	ev.enc = &encodings{}
+	*r.at(r.end) = ev
+	r.end++
+}
+
+// reset empties the ring; history now begins after rev. Positions keep
+// increasing so that old readers notice.
+func (r *ring) reset(rev int64) {
+	for i := r.start; i < r.end; i++ {
+		*r.at(i) = Event{}
+	}
+	r.start = r.end
+	r.base = rev
+}
+
+// find returns the position of the first event with a revision greater
+// than rev, or false if events after rev were evicted.
+func (r *ring) find(rev int64) (int64, bool) {
+	if rev < r.base {
+		return 0, false
+	}
+	lo, hi := r.start, r.end
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if r.at(mid).Rev <= rev {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, true
+}
