@@ -6,7 +6,9 @@ import (
 	"fmt"
 )
 
-// KeyValue is one version of a key.
+// KeyValue is one version of a key. Its Value, like an Event's PrevValue,
+// may be shared by the engine with other callers and watchers: read it,
+// never modify it.
 type KeyValue struct {
 	Key   string
 	Value []byte

@@ -1,0 +1,237 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// committer is the single writer. It owns the store revision and applies
+// queued requests in group commits: it takes every request waiting in the
+// queue (up to maxBatchWrites or maxBatchBytes), checks each precondition
+// against the current state (requests of one batch see each other's
+// effects), gives each successful write the next revision, commits all of
+// them in ONE pebble batch with a single fsync, publishes the events, and
+// only then answers the writers. Concurrent writers therefore share fsyncs,
+// and no writer hears "done" before its write is on disk.
+//
+// There is no in-memory index of keys: checking a precondition needs the
+// key's current record, which the committer reads from pebble (or from
+// earlier requests of the same batch), and that read is needed anyway for
+// the previous value that events and Delete return.
+type committer struct {
+	s   *Store
+	rev int64 // newest committed revision; only the committer changes it
+
+	// Reused from batch to batch.
+	reqs    []*writeReq
+	events  []storage.Event
+	overlay map[string]current // keys written earlier in the batch
+	record  []byte
+}
+
+// current is a key's state as the committer sees it.
+type current struct {
+	kv     storage.KeyValue
+	exists bool
+}
+
+func (s *Store) runCommitter(rev int64) {
+	defer close(s.committerDone)
+	c := &committer{s: s, rev: rev, overlay: make(map[string]current)}
+	for {
+		select {
+		case r := <-s.queue:
+			c.collect(r)
+			c.commit()
+		case <-s.stop:
+			// Close closes stop only once no writer can enqueue, so an
+			// empty queue stays empty; otherwise keep committing.
+			if len(s.queue) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// collect starts a batch with first and adds whatever else is queued,
+// without waiting for more.
+func (c *committer) collect(first *writeReq) {
+	c.reqs = append(c.reqs[:0], first)
+	size := len(first.value)
+	for len(c.reqs) < maxBatchWrites && size < maxBatchBytes {
+		select {
+		case r := <-c.s.queue:
+			c.reqs = append(c.reqs, r)
+			size += len(r.value)
+		default:
+			return
+		}
+	}
+}
+
+// commit applies c.reqs and answers every one of them.
+func (c *committer) commit() {
+	s := c.s
+	defer func() {
+		for i, r := range c.reqs {
+			r.done <- struct{}{}
+			c.reqs[i] = nil
+		}
+		clear(c.events) // drop references to values
+		c.events = c.events[:0]
+		clear(c.overlay)
+	}()
+	if err := s.Err(); err != nil {
+		c.failAll(err)
+		return
+	}
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	rev := c.rev
+	for _, r := range c.reqs {
+		next, err := c.apply(b, r, rev)
+		if errors.Is(err, errBatch) {
+			s.fail(err)
+			c.failAll(s.Err())
+			return
+		}
+		if err != nil {
+			r.result, r.err = storage.KeyValue{}, err
+		}
+		rev = next
+	}
+	if rev == c.rev {
+		return // only failed preconditions: nothing to write
+	}
+
+	if err := b.Set(revisionKey, encodeRevision(rev), nil); err != nil {
+		s.fail(fmt.Errorf("building the batch for revisions %d-%d: %w", c.rev+1, rev, err))
+		c.failAll(s.Err())
+		return
+	}
+	s.applied.Store(rev)
+	err := s.commitBatch(b)
+	if err == nil {
+		// A failure recorded meanwhile (pebble's Fatalf) also voids it.
+		err = s.Err()
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("commit of revisions %d-%d: %w", c.rev+1, rev, err))
+		c.failAll(s.Err())
+		return
+	}
+	c.rev = rev
+	// committed must move before the history wakes its waiters: they
+	// re-check it once woken.
+	s.committed.Store(rev)
+	s.hist.append(c.events, rev)
+}
+
+// errBatch marks a failure to build the batch itself, which fails the store.
+var errBatch = errors.New("embedded: building the batch")
+
+// apply checks r's precondition, adds its change to b, and returns the
+// revision after it (rev+1 on success, rev unchanged on failure).
+func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error) {
+	if err := r.ctx.Err(); err != nil {
+		return rev, err // the writer has gone; never applied
+	}
+	cur, err := c.current(r.key)
+	if err != nil {
+		c.s.log.Error("reading a key for a write", "key", r.key, "err", err)
+		return rev, unavailable(fmt.Errorf("reading %q: %w", r.key, err))
+	}
+	switch r.op {
+	case opPut:
+		if r.expected == 0 && cur.exists || r.expected != 0 && (!cur.exists || cur.kv.ModRevision != r.expected) {
+			return rev, conflict(r, cur)
+		}
+		rev++
+		kv := storage.KeyValue{Key: r.key, Value: r.value, CreateRevision: rev, ModRevision: rev}
+		var prev []byte // nil for a creation
+		if cur.exists {
+			kv.CreateRevision = cur.kv.CreateRevision
+			prev = cur.kv.Value
+		}
+		c.record = appendRecord(c.record[:0], kv.CreateRevision, kv.ModRevision, kv.Value)
+		if err := b.Set([]byte(r.key), c.record, nil); err != nil {
+			return rev - 1, fmt.Errorf("%w: %w", errBatch, err)
+		}
+		c.overlay[r.key] = current{kv: kv, exists: true}
+		c.events = append(c.events, storage.Event{Type: storage.EventPut, KV: kv, PrevValue: prev, Revision: rev})
+		r.result = kv
+	case opDelete:
+		if !cur.exists {
+			return rev, errNotFound(r.key)
+		}
+		if cur.kv.ModRevision != r.expected {
+			return rev, conflict(r, cur)
+		}
+		rev++
+		if err := b.Delete([]byte(r.key), nil); err != nil {
+			return rev - 1, fmt.Errorf("%w: %w", errBatch, err)
+		}
+		kv := cur.kv
+		kv.ModRevision = rev
+		c.overlay[r.key] = current{}
+		c.events = append(c.events, storage.Event{Type: storage.EventDelete, KV: kv, PrevValue: cur.kv.Value, Revision: rev})
+		r.result = kv
+	}
+	return rev, nil
+}
+
+// current returns key's state including the batch's earlier writes. A
+// present key's Value is never nil, so that an empty value is not mistaken
+// for a creation's missing PrevValue.
+func (c *committer) current(key string) (current, error) {
+	if cur, ok := c.overlay[key]; ok {
+		return cur, nil
+	}
+	raw, closer, err := c.s.db.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return current{}, nil
+	}
+	if err != nil {
+		return current{}, err
+	}
+	defer closer.Close()
+	kv, err := decodeKV(key, raw)
+	if err != nil {
+		return current{}, err
+	}
+	return current{kv: kv, exists: true}, nil
+}
+
+// failAll answers every request of the batch with err. The store is
+// fail-stop at this point: even requests that failed their precondition
+// are failed, since that check may have read the batch's own writes.
+func (c *committer) failAll(err error) {
+	for _, r := range c.reqs {
+		r.result, r.err = storage.KeyValue{}, err
+	}
+}
+
+func conflict(r *writeReq, cur current) error {
+	ce := &storage.ConflictError{Key: r.key, Expected: r.expected}
+	if cur.exists {
+		kv := cur.kv
+		ce.Current = &kv
+	}
+	return ce
+}
+
+// decodeKV builds a KeyValue from a data record, copying the value.
+func decodeKV(key string, raw []byte) (storage.KeyValue, error) {
+	createRev, modRev, value, err := decodeRecord(raw)
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("key %q: %w", key, err)
+	}
+	v := make([]byte, len(value))
+	copy(v, value)
+	return storage.KeyValue{Key: key, Value: v, CreateRevision: createRev, ModRevision: modRev}, nil
+}
