@@ -1,0 +1,248 @@
+package openapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kube-openapi/pkg/builder"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/leasehold/leasehold/internal/buildinfo"
+	"github.com/leasehold/leasehold/internal/openapi/definitions"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// Service serves the OpenAPI documents of a set of resources. It is
+// immutable once built and safe for concurrent use.
+type Service struct {
+	v2 http.Handler
+	v3 *handler3.OpenAPIService
+	// v3Docs holds the document names under /openapi/v3/ ("api/v1").
+	v3Docs map[string]bool
+	defs   map[string]*spec.Schema
+}
+
+// New builds the documents describing rs and the discovery and /version
+// endpoints, and serialises them to JSON.
+func New(rs []*resources.Resource) (*Service, error) {
+	services, err := webServices(rs)
+	if err != nil {
+		return nil, err
+	}
+	namer, err := servedNamer(rs)
+	if err != nil {
+		return nil, err
+	}
+	v := buildinfo.KubeVersion()
+	info := &spec.Info{InfoProps: spec.InfoProps{
+		Title: "Kubernetes",
+		// kube-apiserver's emulation version, major.minor.
+		Version: v.EmulationMajor + "." + v.EmulationMinor,
+	}}
+	containers := make([]common.RouteContainer, len(services))
+	for i, ws := range services {
+		containers[i] = ws
+	}
+
+	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2Config(info, namer))
+	if err != nil {
+		return nil, fmt.Errorf("openapi: building v2: %w", err)
+	}
+	// As kube-apiserver does: defaults are for v3 consumers.
+	swagger.Definitions = handler.PruneDefaults(swagger.Definitions)
+	s := &Service{v3: handler3.NewOpenAPIService(), v3Docs: map[string]bool{}}
+	v2 := handler.NewOpenAPIService(swagger)
+	v2.RegisterOpenAPIVersionedService("/openapi/v2", capture{&s.v2})
+
+	// One v3 document per route container, named by its root path.
+	v3 := v3Config(info, namer)
+	for _, ws := range services {
+		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{ws}, v3)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: building v3 %s: %w", ws.root, err)
+		}
+		filterGroupVersionKinds(doc, ws.root)
+		name := strings.TrimPrefix(ws.root, "/")
+		s.v3.UpdateGroupVersion(name, doc)
+		s.v3Docs[name] = true
+	}
+
+	// The schemas of the served kinds and their dependencies, as
+	// kube-apiserver builds them for its field managers.
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		names = append(names, util.GetCanonicalTypeName(r.New()))
+	}
+	s.defs, err = builder3.BuildOpenAPIDefinitionsForResources(v3, names...)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: building definitions: %w", err)
+	}
+
+	if err := s.warm(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Definitions returns the OpenAPI v3 schemas of the served kinds and of
+// every type they reference, keyed by definition name
+// ("io.k8s.api.coordination.v1.Lease"), with x-kubernetes-group-version-kind
+// set on the kinds. This is what managedfields.NewTypeConverter takes
+// (with preserveUnknownFields false) to build server-side apply's type
+// converter. The map and schemas are shared: callers must not modify them.
+func (s *Service) Definitions() map[string]*spec.Schema {
+	return s.defs
+}
+
+// ServeHTTP serves /openapi/v2, /openapi/v3 and /openapi/v3/<group
+// version>; any other path is a plain 404. Like kube-apiserver, it
+// answers whatever the method; HEAD gets headers only.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/openapi/v2":
+		s.v2.ServeHTTP(w, r)
+	case p == "/openapi/v3":
+		s.v3.HandleDiscovery(w, r)
+	case strings.HasPrefix(p, "/openapi/v3/") && s.v3Docs[p[len("/openapi/v3/"):]]:
+		// handler3 answers an unknown document with an empty 200;
+		// v3Docs keeps those out.
+		s.v3.HandleGroupVersion(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// warm serialises every document to JSON once, so that the handlers'
+// caches and the v3 index's hashes are ready before the first request and
+// a document that cannot be encoded fails New. The protobuf forms are left
+// to the first request that asks for one, as in kube-apiserver: converting
+// costs as much as building, few clients want them, and converting a
+// document that encodes to JSON does not fail (the tests convert each).
+func (s *Service) warm() error {
+	paths := []string{"/openapi/v2", "/openapi/v3"}
+	for name := range s.v3Docs {
+		paths = append(paths, "/openapi/v3/"+name)
+	}
+	var errs []error
+	for _, p := range paths {
+		r, err := http.NewRequest(http.MethodGet, p, nil)
+		if err != nil {
+			return err
+		}
+		r.Header.Set("Accept", "application/json")
+		w := &statusRecorder{header: http.Header{}}
+		s.ServeHTTP(w, r)
+		if w.status != http.StatusOK || w.n == 0 {
+			errs = append(errs, fmt.Errorf("openapi: serving %s: status %d, %d bytes", p, w.status, w.n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// statusRecorder is a ResponseWriter that keeps only the status and the
+// body size.
+type statusRecorder struct {
+	header http.Header
+	status int
+	n      int
+}
+
+func (w *statusRecorder) Header() http.Header { return w.header }
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.n += len(b)
+	return len(b), nil
+}
+
+// capture is the common.PathHandler handler.OpenAPIService registers its
+// (content-negotiating, gzipping) handler with; it keeps the handler.
+type capture struct{ h *http.Handler }
+
+func (c capture) Handle(_ string, h http.Handler) { *c.h = h }
+
+// servedNamer returns the definition namer of a scheme holding the served
+// kinds and, per served group version, the kinds metav1.AddToGroupVersion
+// registers (WatchEvent, the options types, and Status and the discovery
+// types as unversioned v1), as kube-apiserver's scheme has them.
+func servedNamer(rs []*resources.Resource) (*definitionNamer, error) {
+	scheme := runtime.NewScheme()
+	for _, r := range rs {
+		gv := r.GroupVersion()
+		scheme.AddKnownTypeWithName(gv.WithKind(r.Kind), r.New())
+		scheme.AddKnownTypeWithName(gv.WithKind(r.ListKind), r.NewList())
+		metav1.AddToGroupVersion(scheme, gv)
+	}
+	return newDefinitionNamer(scheme)
+}
+
+// v2Config is kube-apiserver's OpenAPI v2 configuration: its title, https,
+// the bearer token security definition, and 401 on every operation.
+// https://github.com/kubernetes/apiserver/blob/v0.37.2/pkg/server/config.go
+func v2Config(info *spec.Info, namer *definitionNamer) *common.Config {
+	return &common.Config{
+		ProtocolList:   []string{"https"},
+		IgnorePrefixes: []string{},
+		Info:           info,
+		DefaultResponse: &spec.Response{ResponseProps: spec.ResponseProps{
+			Description: "Default Response.",
+		}},
+		CommonResponses: map[int]spec.Response{
+			http.StatusUnauthorized: {ResponseProps: spec.ResponseProps{Description: "Unauthorized"}},
+		},
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		GetDefinitionName:              namer.definitionName,
+		GetDefinitions:                 definitions.GetOpenAPIDefinitions,
+		SecurityDefinitions:            &spec.SecurityDefinitions{"BearerToken": bearerToken()},
+		DefaultSecurity:                []map[string][]string{{"BearerToken": {}}},
+	}
+}
+
+// v3Config is v2Config for OpenAPI v3. The definitions are generated once
+// and shared by the per-group-version documents.
+func v3Config(info *spec.Info, namer *definitionNamer) *common.OpenAPIV3Config {
+	c := &common.OpenAPIV3Config{
+		IgnorePrefixes: []string{},
+		Info:           info,
+		DefaultResponse: &spec3.Response{ResponseProps: spec3.ResponseProps{
+			Description: "Default Response.",
+		}},
+		CommonResponses: map[int]*spec3.Response{
+			http.StatusUnauthorized: {ResponseProps: spec3.ResponseProps{Description: "Unauthorized"}},
+		},
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		GetDefinitionName:              namer.definitionName,
+		SecuritySchemes: spec3.SecuritySchemes{"BearerToken": &spec3.SecurityScheme{
+			SecuritySchemeProps: spec3.SecuritySchemeProps{
+				Type: "apiKey", Name: "authorization", In: "header", Description: "Bearer Token authentication",
+			},
+		}},
+		DefaultSecurity: []map[string][]string{{"BearerToken": {}}},
+	}
+	c.Definitions = definitions.GetOpenAPIDefinitions(func(name string) spec.Ref {
+		defName, _ := namer.definitionName(name)
+		return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
+	})
+	return c
+}
+
+func bearerToken() *spec.SecurityScheme {
+	return &spec.SecurityScheme{SecuritySchemeProps: spec.SecuritySchemeProps{
+		Type: "apiKey", Name: "authorization", In: "header", Description: "Bearer Token authentication",
+	}}
+}
