@@ -137,12 +137,14 @@ type Decoded struct {
 	// decode; strictErr is the error that carried them.
 	Strict    []error
 	strictErr error
+	// want is the kind decoding was for.
+	want string
 }
 
 // StrictError words a strict decoding failure as kube-apiserver does for
 // fieldValidation=Strict (a 400).
 func (d Decoded) StrictError(body []byte) error {
-	return decodeError(d.strictErr, d.Object.GetObjectKind().GroupVersionKind().Kind, &d.GVK, body)
+	return decodeError(d.strictErr, d.want, &d.GVK, body)
 }
 
 // Decode decodes a request body in the given format into into (a new,
@@ -161,7 +163,7 @@ func (c *Codecs) Decode(info runtime.SerializerInfo, strict bool, body []byte, i
 		s = info.StrictSerializer
 	}
 	obj, gvk, err := s.Decode(body, &want, into)
-	var d Decoded
+	d := Decoded{want: want.Kind}
 	if gvk != nil {
 		d.GVK = *gvk
 	}

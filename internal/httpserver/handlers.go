@@ -297,7 +297,3 @@ func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res 
 func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
 	return methodNotAllowed()
 }
-
-func (s *Server) watch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
-	return methodNotAllowed()
-}

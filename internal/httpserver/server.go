@@ -28,6 +28,8 @@ type Config struct {
 	Registry  *registry.Registry
 	Codecs    *codec.Codecs
 	Resources []*resources.Resource
+	// OpenAPI serves /openapi/v2 and /openapi/v3.
+	OpenAPI http.Handler
 	// Authenticator identifies clients; requests it does not recognise are
 	// answered 401, except the health and version endpoints.
 	Authenticator Authenticator
@@ -45,6 +47,9 @@ type Config struct {
 	// MinWatchTimeout is the lower bound of the random watch duration used
 	// when a client gives no timeoutSeconds (kube-apiserver: 1800 s).
 	MinWatchTimeout time.Duration
+	// BookmarkInterval is how often watches with allowWatchBookmarks get a
+	// bookmark; a minute by default.
+	BookmarkInterval time.Duration
 }
 
 // Server serves the Kubernetes API. It is an http.Handler.
@@ -146,6 +151,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {
 	if s.serveDiscovery(w, req) {
+		return nil
+	}
+	if strings.HasPrefix(req.URL.Path, "/openapi/") && s.cfg.OpenAPI != nil {
+		s.cfg.OpenAPI.ServeHTTP(w, req)
 		return nil
 	}
 	info, ok := parseResourcePath(req)

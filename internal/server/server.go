@@ -18,6 +18,7 @@ import (
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/httpserver"
+	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/pki"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
@@ -107,7 +108,14 @@ func New(cfg Config) (*Server, error) {
 		WatchWindow: cfg.WatchWindow,
 		Logger:      cfg.Logger,
 	})
+	docs, err := openapi.New(all)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
+	}
 	s.api = httpserver.New(httpserver.Config{
+		OpenAPI:       docs,
 		Registry:      s.reg,
 		Codecs:        codecs,
 		Resources:     all,

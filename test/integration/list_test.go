@@ -1,0 +1,168 @@
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+func createLeases(t *testing.T, s *testserver.Server, ns string, n int, labels func(i int) map[string]string) {
+	t.Helper()
+	c := s.Client(t)
+	for i := range n {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l%03d", i)}}
+		if labels != nil {
+			l.Labels = labels(i)
+		}
+		if _, err := c.CoordinationV1().Leases(ns).Create(t.Context(), l, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestListPaginationIsASnapshot(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	c := s.ProtoClient(t)
+	createLeases(t, s, "default", 25, nil)
+	leases := c.CoordinationV1().Leases("default")
+
+	first := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{Limit: 10}))
+	if len(first.Items) != 10 || first.Continue == "" || first.RemainingItemCount == nil || *first.RemainingItemCount != 15 {
+		t.Fatalf("first page: %d items, continue %q, remaining %v", len(first.Items), first.Continue, first.RemainingItemCount)
+	}
+	// Changes after the first page never show up in later pages.
+	if err := leases.Delete(ctx, "l020", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l999"}}, metav1.CreateOptions{}))
+	names := []string{}
+	for _, l := range first.Items {
+		names = append(names, l.Name)
+	}
+	cont := first.Continue
+	for cont != "" {
+		page := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{Limit: 10, Continue: cont}))
+		if page.ResourceVersion != first.ResourceVersion {
+			t.Fatalf("page at %s, first page at %s", page.ResourceVersion, first.ResourceVersion)
+		}
+		for _, l := range page.Items {
+			names = append(names, l.Name)
+		}
+		cont = page.Continue
+	}
+	if len(names) != 25 || names[20] != "l020" || names[24] != "l024" {
+		t.Fatalf("paginated list is not the first page's snapshot: %v", names)
+	}
+	// A label selector narrows; remainingItemCount is only given without
+	// selectors.
+	createLeases(t, s, "sel", 0, nil)
+	sel := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{LabelSelector: "missing", Limit: 5}))
+	if len(sel.Items) != 0 || sel.RemainingItemCount != nil || sel.Continue != "" {
+		t.Errorf("selected list: %+v", sel.ListMeta)
+	}
+}
+
+func TestListResourceVersionRules(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	leases := s.Client(t).CoordinationV1().Leases("default")
+	createLeases(t, s, "default", 3, nil)
+	list := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{}))
+	rv := list.ResourceVersion
+	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}))
+
+	// Exact reads the past; NotOlderThan and "" read the present.
+	exact := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}))
+	if len(exact.Items) != 3 || exact.ResourceVersion != rv {
+		t.Errorf("Exact: %d items at %s", len(exact.Items), exact.ResourceVersion)
+	}
+	now := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}))
+	if len(now.Items) != 4 {
+		t.Errorf("NotOlderThan: %d items", len(now.Items))
+	}
+	// Invalid combinations are 422 on ListOptions; bad values 400.
+	for _, opts := range []metav1.ListOptions{
+		{ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+		{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+		{ResourceVersion: "1", ResourceVersionMatch: "Newest"},
+		{SendInitialEvents: ptr(true)},
+	} {
+		_, err := leases.List(ctx, opts)
+		se := wantStatus(t, err, 422, metav1.StatusReasonInvalid)
+		if se.ErrStatus.Details.Kind != "ListOptions" {
+			t.Errorf("%+v: details %+v", opts, se.ErrStatus.Details)
+		}
+	}
+	for _, opts := range []metav1.ListOptions{
+		{ResourceVersion: "abc"},
+		{Continue: "not-a-token"},
+		{LabelSelector: "a in (b"},
+		{FieldSelector: "spec.holderIdentity=x"},
+	} {
+		_, err := leases.List(ctx, opts)
+		wantStatus(t, err, 400, metav1.StatusReasonBadRequest)
+	}
+	_, err := leases.List(ctx, metav1.ListOptions{FieldSelector: "spec.holderIdentity=x"})
+	if se := wantStatus(t, err, 400, metav1.StatusReasonBadRequest); se.ErrStatus.Message != `"spec.holderIdentity" is not a known field selector: only "metadata.name", "metadata.namespace"` {
+		t.Errorf("message %q", se.ErrStatus.Message)
+	}
+	// A future resourceVersion waits, then answers 504 Too large (with
+	// Retry-After, so client-go would retry: ask once).
+	future := strconv.Itoa(1 << 40)
+	err = s.Client(t).CoordinationV1().RESTClient().Get().Namespace("default").Resource("leases").Name("later").
+		Param("resourceVersion", future).MaxRetries(0).Do(ctx).Error()
+	se := wantStatus(t, err, 504, metav1.StatusReasonTimeout)
+	if len(se.ErrStatus.Details.Causes) != 1 || se.ErrStatus.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
+		t.Errorf("causes %+v", se.ErrStatus.Details.Causes)
+	}
+}
+
+func TestSelectors(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	c := s.Client(t)
+	must[*corev1.Namespace](t)(c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}))
+	createLeases(t, s, "default", 6, func(i int) map[string]string {
+		return map[string]string{"tier": []string{"a", "b", "c"}[i%3], "n": strconv.Itoa(i)}
+	})
+	createLeases(t, s, "other", 2, func(int) map[string]string { return map[string]string{"tier": "a"} })
+	all := c.CoordinationV1().Leases("")
+	for sel, want := range map[[2]string]int{
+		{"tier=a", ""}:                    4,
+		{"tier==a", ""}:                   4,
+		{"tier!=a", ""}:                   4,
+		{"tier in (a,b)", ""}:             6,
+		{"tier notin (a,b)", ""}:          2,
+		{"n", ""}:                         6,
+		{"!n", ""}:                        2,
+		{"tier=a,n", ""}:                  2,
+		{"", "metadata.namespace=other"}:  2,
+		{"", "metadata.namespace!=other"}: 6,
+		{"", "metadata.name=l001"}:        2,
+		{"tier=a", "metadata.name==l000"}: 2,
+		{"", "metadata.name=l001,metadata.namespace=default"}: 1,
+	} {
+		l := must[*coordinationv1.LeaseList](t)(all.List(ctx, metav1.ListOptions{LabelSelector: sel[0], FieldSelector: sel[1]}))
+		if len(l.Items) != want {
+			t.Errorf("label %q field %q: %d items, want %d", sel[0], sel[1], len(l.Items), want)
+		}
+	}
+	nss := must[*corev1.NamespaceList](t)(c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Active,metadata.name=other"}))
+	if len(nss.Items) != 1 {
+		t.Errorf("namespaces by phase and name: %d", len(nss.Items))
+	}
+	_, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "metadata.namespace=x"})
+	if se := wantStatus(t, err, 400, metav1.StatusReasonBadRequest); se.ErrStatus.Message != "field label not supported: metadata.namespace" {
+		t.Errorf("message %q", se.ErrStatus.Message)
+	}
+}
