@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -35,20 +36,35 @@ func ValidateObjectMeta(obj metav1.Object, namespaced bool, nameFn apivalidation
 	return append(errs, validateLegacyFinalizers(obj.GetFinalizers())...)
 }
 
-// ValidateObjectMetaUpdate checks a metadata change the way kube-apiserver's
-// pkg/apis/core/validation.ValidateObjectMetaUpdate does: apimachinery's
-// update rules (resourceVersion present, name, namespace, uid,
-// creationTimestamp, deletionTimestamp and deletionGracePeriodSeconds
-// immutable, generation not decremented, no new finalizers while deleting,
-// labels, annotations, ownerReferences, managedFields) plus
-// ValidateLegacyFinalizerName on every finalizer.
+// MetaUpdate holds apimachinery's metadata update checks of one update
+// (resourceVersion present, name, namespace, uid, creationTimestamp,
+// deletionTimestamp and deletionGracePeriodSeconds immutable, generation not
+// decremented, no new finalizers while deleting, labels, annotations,
+// ownerReferences, managedFields). kube-apiserver runs them twice per update
+// (the generic check and the kind's) and reports both; they compare objects
+// by reflection, so leasehold runs them once and reports the result twice.
 //
 // An empty metadata.resourceVersion is reported as Invalid, so the registry
 // must fill it from the stored object before validating an unconditional
 // update, as kube-apiserver's store does.
-func ValidateObjectMetaUpdate(obj, old metav1.Object) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)
-	return append(errs, validateLegacyFinalizers(obj.GetFinalizers())...)
+type MetaUpdate struct {
+	errs field.ErrorList
+}
+
+// CheckMetaUpdate runs the metadata update checks of obj against old.
+func CheckMetaUpdate(obj, old metav1.Object) MetaUpdate {
+	return MetaUpdate{errs: apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)}
+}
+
+// Errors is apimachinery's result, as kinds outside the core group report
+// it.
+func (m MetaUpdate) Errors() field.ErrorList { return slices.Clone(m.errs) }
+
+// CoreErrors is the result as kube-apiserver's
+// pkg/apis/core/validation.ValidateObjectMetaUpdate reports it: with
+// ValidateLegacyFinalizerName on every finalizer of obj.
+func (m MetaUpdate) CoreErrors(obj metav1.Object) field.ErrorList {
+	return append(m.Errors(), validateLegacyFinalizers(obj.GetFinalizers())...)
 }
 
 func validateLegacyFinalizers(finalizers []string) field.ErrorList {
@@ -93,9 +109,9 @@ func ValidateCreate(obj metav1.Object, namespaced bool, kindErrs field.ErrorList
 // by the kind's own errors. The same problem is often reported more than once
 // (kube-apiserver's causes list keeps the duplicates; its message drops them).
 // See k8s.io/apiserver/pkg/registry/rest/update.go (validateCommonFields).
-func ValidateUpdate(obj, old metav1.Object, namespaced bool, kindErrs field.ErrorList) field.ErrorList {
+func ValidateUpdate(obj metav1.Object, namespaced bool, meta MetaUpdate, kindErrs field.ErrorList) field.ErrorList {
 	errs := apivalidation.ValidateObjectMetaAccessor(obj, namespaced, pathSegmentName, metadataPath)
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)...)
+	errs = append(errs, meta.errs...)
 	return append(errs, kindErrs...)
 }
 

@@ -280,7 +280,7 @@ func TestValidateObjectMetaUpdate(t *testing.T) {
 				tc.old(o)
 			}
 			tc.new(n)
-			got := render(resources.ValidateObjectMetaUpdate(n, o))
+			got := render(resources.CheckMetaUpdate(n, o).CoreErrors(n))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -316,8 +316,9 @@ func TestValidateUpdateRepeatsCommonErrors(t *testing.T) {
 	old := &metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "1"}
 	n := old.DeepCopy()
 	n.Labels = map[string]string{"k": "a b"}
-	kind := resources.ValidateObjectMetaUpdate(n, old)
-	got := render(resources.ValidateUpdate(n, old, true, kind))
+	meta := resources.CheckMetaUpdate(n, old)
+	kind := meta.CoreErrors(n)
+	got := render(resources.ValidateUpdate(n, true, meta, kind))
 	label := `FieldValueInvalid metadata.labels: Invalid value: "a b": ` + labelValueMsg
 	// Once by the generic create pass, once by the generic update pass and
 	// once by the kind's own update rules, as kube-apiserver reports it.

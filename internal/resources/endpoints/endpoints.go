@@ -82,9 +82,9 @@ func validate(obj resources.Object) field.ErrorList {
 // rules and then every create rule again.
 func validateUpdate(obj, old resources.Object) field.ErrorList {
 	ep, o := obj.(*corev1.Endpoints), old.(*corev1.Endpoints)
-	errs := resources.ValidateObjectMetaUpdate(ep, o)
-	errs = append(errs, validateEndpoints(ep, o)...)
-	return resources.ValidateUpdate(ep, o, true, errs)
+	meta := resources.CheckMetaUpdate(ep, o)
+	errs := append(meta.CoreErrors(ep), validateEndpoints(ep, o)...)
+	return resources.ValidateUpdate(ep, true, meta, errs)
 }
 
 // validateEndpoints is ValidateEndpoints. old is nil on create.

@@ -92,9 +92,9 @@ func validate(obj resources.Object) field.ErrorList {
 
 func validateUpdate(obj, old resources.Object) field.ErrorList {
 	l, o := obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease)
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(l, o, field.NewPath("metadata"))
-	errs = append(errs, validateSpec(&l.Spec, field.NewPath("spec"))...)
-	return resources.ValidateUpdate(l, o, true, errs)
+	meta := resources.CheckMetaUpdate(l, o)
+	errs := append(meta.Errors(), validateSpec(&l.Spec, field.NewPath("spec"))...)
+	return resources.ValidateUpdate(l, true, meta, errs)
 }
 
 // validateSpec is ValidateLeaseSpec; the same rules apply on create and

@@ -142,9 +142,9 @@ func validate(obj resources.Object) field.ErrorList {
 // then the update metadata rules.
 func validateUpdate(obj, old resources.Object) field.ErrorList {
 	ns, o := obj.(*corev1.Namespace), old.(*corev1.Namespace)
-	errs := validateNamespace(ns)
-	errs = append(errs, resources.ValidateObjectMetaUpdate(ns, o)...)
-	return resources.ValidateUpdate(ns, o, false, errs)
+	meta := resources.CheckMetaUpdate(ns, o)
+	errs := append(validateNamespace(ns), meta.CoreErrors(ns)...)
+	return resources.ValidateUpdate(ns, false, meta, errs)
 }
 
 // validateNamespace is ValidateNamespace. Its spec.finalizers errors carry no
@@ -169,7 +169,8 @@ func validateFinalizerName(name string, fldPath *field.Path) field.ErrorList {
 // upstream.
 func validateStatusUpdate(obj, old resources.Object) field.ErrorList {
 	ns, o := obj.(*corev1.Namespace), old.(*corev1.Namespace)
-	errs := resources.ValidateObjectMetaUpdate(ns, o)
+	meta := resources.CheckMetaUpdate(ns, o)
+	errs := meta.CoreErrors(ns)
 	phase := field.NewPath("status", "Phase")
 	if ns.DeletionTimestamp.IsZero() {
 		if ns.Status.Phase != corev1.NamespaceActive {
@@ -178,18 +179,19 @@ func validateStatusUpdate(obj, old resources.Object) field.ErrorList {
 	} else if ns.Status.Phase != corev1.NamespaceTerminating {
 		errs = append(errs, field.Invalid(phase, ns.Status.Phase, "may only be 'Terminating' if `deletionTimestamp` is not empty"))
 	}
-	return resources.ValidateUpdate(ns, o, false, errs)
+	return resources.ValidateUpdate(ns, false, meta, errs)
 }
 
 // validateFinalizeUpdate is ValidateNamespaceFinalizeUpdate.
 func validateFinalizeUpdate(obj, old resources.Object) field.ErrorList {
 	ns, o := obj.(*corev1.Namespace), old.(*corev1.Namespace)
-	errs := resources.ValidateObjectMetaUpdate(ns, o)
+	meta := resources.CheckMetaUpdate(ns, o)
+	errs := meta.CoreErrors(ns)
 	p := field.NewPath("spec", "finalizers")
 	for i, f := range ns.Spec.Finalizers {
 		errs = append(errs, validateFinalizerName(string(f), p.Index(i))...)
 	}
-	return resources.ValidateUpdate(ns, o, false, errs)
+	return resources.ValidateUpdate(ns, false, meta, errs)
 }
 
 func selectableFields(obj resources.Object) fields.Set {
