@@ -49,3 +49,5 @@ func waitFor(t testing.TB, cond func() bool) {
 }
 
 func indexOf(s, sub string) int { return strings.Index(s, sub) }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

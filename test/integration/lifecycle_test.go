@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+func TestRestartKeepsDataAndCredentials(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := testserver.StartIn(t, dir)
+	info, err := os.Stat(s.Kubeconfig())
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig mode: %v %v", info.Mode(), err)
+	}
+	kubeconfig := must[[]byte](t)(os.ReadFile(s.Kubeconfig()))
+	ca := must[[]byte](t)(os.ReadFile(filepath.Join(dir, "pki", "ca.crt")))
+	oldClient := s.Client(t)
+	l := must[*coordinationv1.Lease](t)(oldClient.CoordinationV1().Leases("default").Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}))
+	addr := s.Addr()
+	s.Stop()
+
+	s = testserver.StartIn(t, dir, func(c *server.Config) { c.Listen = addr })
+	if !bytes.Equal(ca, must[[]byte](t)(os.ReadFile(filepath.Join(dir, "pki", "ca.crt")))) ||
+		!bytes.Equal(kubeconfig, must[[]byte](t)(os.ReadFile(s.Kubeconfig()))) {
+		t.Error("credentials changed across a restart")
+	}
+	// The client built before the restart still works.
+	got := must[*coordinationv1.Lease](t)(oldClient.CoordinationV1().Leases("default").Get(t.Context(), "kept", metav1.GetOptions{}))
+	if got.UID != l.UID || got.ResourceVersion != l.ResourceVersion {
+		t.Errorf("after restart: %+v, want %+v", got.ObjectMeta, l.ObjectMeta)
+	}
+	next := must[*coordinationv1.Lease](t)(oldClient.CoordinationV1().Leases("default").Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "next"}}, metav1.CreateOptions{}))
+	if mustAtoi(t, next.ResourceVersion) <= mustAtoi(t, l.ResourceVersion) {
+		t.Errorf("resourceVersion went back after restart: %s <= %s", next.ResourceVersion, l.ResourceVersion)
+	}
+}
+
+func TestShutdownEndsWatchesCleanly(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	w := must[watch.Interface](t)(s.Client(t).CoordinationV1().Leases("").Watch(t.Context(), metav1.ListOptions{ResourceVersion: "0", SendInitialEvents: ptr(false), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}))
+	stopped := make(chan struct{})
+	go func() { s.Stop(); close(stopped) }()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if ok {
+			t.Fatalf("got %s event at shutdown, want the stream to end", ev.Type)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch still open 10s after shutdown began")
+	}
+	<-stopped
+}
+
+func TestDeleteCollection(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	leases := s.ProtoClient(t).CoordinationV1().Leases("default")
+	createLeases(t, s, "default", 6, func(i int) map[string]string { return map[string]string{"even": []string{"yes", "no"}[i%2]} })
+	if err := leases.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "even=yes"}); err != nil {
+		t.Fatal(err)
+	}
+	left := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{}))
+	if len(left.Items) != 3 {
+		t.Fatalf("%d leases left, want 3", len(left.Items))
+	}
+	for _, l := range left.Items {
+		if l.Labels["even"] != "no" {
+			t.Errorf("%s should have been deleted", l.Name)
+		}
+	}
+	// The answer is the list of what was deleted.
+	r := do(t, s, "DELETE", "/apis/coordination.k8s.io/v1/namespaces/default/leases?labelSelector=even%3Dno", nil, "")
+	if r.code != 200 || !contains(string(r.body), `"kind":"LeaseList"`) || !contains(string(r.body), `"name":"l001"`) {
+		t.Errorf("deletecollection answer: %d %s", r.code, r.body)
+	}
+}
