@@ -1,10 +1,19 @@
 // Package testserver starts a real leasehold server for tests: in-process,
 // on a loopback port chosen by the kernel, with a temporary data directory,
 // stopped when the test ends. Only tests import it.
+//
+// Servers use the embedded storage engine unless $LEASEHOLD_TEST_STORAGE is
+// "etcd": then every server of the test binary keeps its data in one shared
+// single-member etcd (internal/etcdtest.Shared), each under a key prefix of
+// its own derived from its data directory (so a server restarted on the
+// same directory finds its data again). That runs a whole test suite
+// unchanged against the etcd engine; CI does it for test/integration.
 package testserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/server"
 )
 
@@ -31,6 +41,41 @@ type Server struct {
 
 // Option changes the server configuration.
 type Option func(*server.Config)
+
+// StorageEnv names the environment variable that selects the storage
+// engine of the servers Start starts: "etcd", or "embedded" (the default).
+const StorageEnv = "LEASEHOLD_TEST_STORAGE"
+
+// Etcd stores the server's data in the etcd cluster at endpoints, under
+// prefix, without compaction.
+func Etcd(endpoints []string, prefix string) Option {
+	return func(c *server.Config) {
+		c.Storage = server.StorageEtcd
+		c.EtcdServers = endpoints
+		c.EtcdPrefix = prefix
+		c.EtcdCompactInterval = -1
+	}
+}
+
+// storageFromEnv returns the options that $LEASEHOLD_TEST_STORAGE asks
+// for, for a server on dataDir.
+func storageFromEnv(t testing.TB, dataDir string) []Option {
+	t.Helper()
+	switch v := os.Getenv(StorageEnv); v {
+	case "", server.StorageEmbedded:
+		return nil
+	case server.StorageEtcd:
+		c, err := etcdtest.Shared()
+		if err != nil {
+			t.Fatalf("$%s=etcd: %v", StorageEnv, err)
+		}
+		sum := sha256.Sum256([]byte(dataDir))
+		return []Option{Etcd(c.Endpoints(), "/leasehold-test/"+hex.EncodeToString(sum[:8]))}
+	default:
+		t.Fatalf("$%s=%q: want etcd or embedded", StorageEnv, v)
+		return nil
+	}
+}
 
 // Start starts leasehold in a fresh data directory and stops it when the
 // test ends.
@@ -49,7 +94,7 @@ func StartIn(t testing.TB, dataDir string, opts ...Option) *Server {
 		Logger:                    Logger(),
 		ShutdownTimeout:           10 * time.Second,
 	}
-	for _, o := range opts {
+	for _, o := range append(storageFromEnv(t, dataDir), opts...) {
 		o(&cfg)
 	}
 	srv, err := server.New(cfg)

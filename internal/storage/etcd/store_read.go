@@ -1,0 +1,117 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// listAttempts is how many times List starts again when a page's revision
+// was compacted while it read the pages before.
+const listAttempts = 3
+
+// Get returns the current value of key with a linearizable read.
+func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("etcd: get %q: %w", key, err)
+	}
+	defer end()
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return storage.KeyValue{}, s.mapErr(ctx, fmt.Sprintf("get %q", key), err)
+	}
+	if len(resp.Kvs) == 0 {
+		return storage.KeyValue{}, fmt.Errorf("etcd: get %q: %w", key, storage.ErrNotFound)
+	}
+	return keyValue(resp.Kvs[0]), nil
+}
+
+// List returns every key under prefix at one linearizable revision: the
+// first page is a linearizable read, the next ones read at its revision.
+// Revision is that revision, the whole cluster's, whatever the prefix.
+func (s *Store) List(ctx context.Context, prefix string) (storage.ListResult, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return storage.ListResult{}, fmt.Errorf("etcd: list %q: %w", prefix, err)
+	}
+	defer end()
+	for attempt := 1; ; attempt++ {
+		res, err := s.list(ctx, prefix)
+		if err != nil && errors.Is(err, rpctypes.ErrCompacted) && attempt < listAttempts && ctx.Err() == nil {
+			s.log.Info("list: a page was compacted while listing; listing again", "prefix", prefix, "attempt", attempt)
+			continue
+		}
+		if err != nil {
+			return storage.ListResult{}, s.mapErr(ctx, fmt.Sprintf("list %q", prefix), err)
+		}
+		return res, nil
+	}
+}
+
+func (s *Store) list(ctx context.Context, prefix string) (storage.ListResult, error) {
+	from, rangeEnd := prefixRange(prefix)
+	var res storage.ListResult
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(rangeEnd), clientv3.WithLimit(s.opts.pageSize)}
+		if res.Revision != 0 {
+			opts = append(opts, clientv3.WithRev(res.Revision))
+		}
+		resp, err := s.client.Get(ctx, from, opts...)
+		if err != nil {
+			return storage.ListResult{}, err
+		}
+		if res.Revision == 0 {
+			res.Revision = resp.Header.Revision
+			res.KVs = make([]storage.KeyValue, 0, len(resp.Kvs))
+		}
+		for _, kv := range resp.Kvs {
+			res.KVs = append(res.KVs, keyValue(kv))
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return res, nil
+		}
+		// The smallest key after the last one listed.
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// Revision returns etcd's current revision through a linearizable read, and
+// has every watch of this engine that has not reported it yet ask etcd for a
+// progress notification, so that a consistent read of the watch cache does
+// not wait for etcd's own progress interval (see the package documentation).
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("etcd: revision: %w", err)
+	}
+	defer end()
+	resp, err := s.client.Get(ctx, revisionProbeKey, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, s.mapErr(ctx, "revision", err)
+	}
+	rev := resp.Header.Revision
+	s.progress.want(rev, true)
+	return rev, nil
+}
+
+// prefixRange is the key range [from, end) of the keys under prefix; an
+// empty prefix is every key.
+func prefixRange(prefix string) (from, end string) {
+	if prefix == "" {
+		return "\x00", "\x00"
+	}
+	return prefix, clientv3.GetPrefixRangeEnd(prefix)
+}
+
+// keyValue converts an etcd key-value. The value is not copied: it was
+// freshly decoded from the response and belongs to nothing else.
+func keyValue(kv *mvccpb.KeyValue) storage.KeyValue {
+	return storage.KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+}

@@ -1,0 +1,109 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// Put stores value under key if the key's ModRevision is expected (0: the
+// key must not exist), in one transaction that, when the comparison fails,
+// reads the current value instead. See storage.Interface and the package
+// documentation.
+func (s *Store) Put(ctx context.Context, key string, value []byte, expected int64) (storage.KeyValue, error) {
+	op := fmt.Sprintf("put %q", key)
+	if expected < 0 {
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: negative expected revision %d", op, expected)
+	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, err)
+	}
+	defer end()
+	if len(value) > s.opts.MaxValueSize {
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w: %d bytes, at most %d", op, storage.ErrTooLarge, len(value), s.opts.MaxValueSize)
+	}
+
+	// string(value) copies the caller's buffer before the request is built.
+	then := []clientv3.Op{clientv3.OpPut(key, string(value))}
+	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	if expected != 0 {
+		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", expected)
+		// Inside a transaction a read sees the writes before it: this
+		// returns the updated key's revisions (its CreateRevision) without
+		// shipping the old value back.
+		then = append(then, clientv3.OpGet(key, clientv3.WithKeysOnly()))
+	}
+	resp, err := s.client.Txn(ctx).If(cmp).Then(then...).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return storage.KeyValue{}, s.mapErr(ctx, op, err)
+	}
+	if !resp.Succeeded {
+		return storage.KeyValue{}, conflict(key, expected, resp)
+	}
+	rev := resp.Header.Revision
+	kv := storage.KeyValue{Key: key, Value: bytes.Clone(value), CreateRevision: rev, ModRevision: rev}
+	if expected != 0 {
+		kvs := resp.Responses[1].GetResponseRange().GetKvs()
+		if len(kvs) != 1 || kvs[0].ModRevision != rev {
+			// Cannot happen: the transaction wrote the key at rev.
+			return storage.KeyValue{}, fmt.Errorf("etcd: %s: the transaction's read of the key it wrote at %d returned %v", op, rev, kvs)
+		}
+		kv.CreateRevision = kvs[0].CreateRevision
+	}
+	s.progress.want(rev, false)
+	return kv, nil
+}
+
+// Delete removes key if its ModRevision is expected, in one transaction that
+// returns the deleted value, or, when the comparison fails, the current
+// one. See storage.Interface.
+func (s *Store) Delete(ctx context.Context, key string, expected int64) (storage.KeyValue, error) {
+	op := fmt.Sprintf("delete %q", key)
+	if expected <= 0 {
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: expected revision %d is not positive", op, expected)
+	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, err)
+	}
+	defer end()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
+		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return storage.KeyValue{}, s.mapErr(ctx, op, err)
+	}
+	if !resp.Succeeded {
+		ce := conflict(key, expected, resp)
+		if ce.Current == nil {
+			return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, storage.ErrNotFound)
+		}
+		return storage.KeyValue{}, ce
+	}
+	rev := resp.Header.Revision
+	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
+	if len(prev) != 1 {
+		// Cannot happen: the comparison saw the key at expected > 0.
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: the delete at %d returned %d previous values", op, rev, len(prev))
+	}
+	s.progress.want(rev, false)
+	return storage.KeyValue{Key: key, Value: prev[0].Value, CreateRevision: prev[0].CreateRevision, ModRevision: rev}, nil
+}
+
+// conflict builds the *storage.ConflictError of a transaction whose
+// comparison failed, from the read in its else branch.
+func conflict(key string, expected int64, resp *clientv3.TxnResponse) *storage.ConflictError {
+	ce := &storage.ConflictError{Key: key, Expected: expected}
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		cur := keyValue(kvs[0])
+		ce.Current = &cur
+	}
+	return ce
+}
