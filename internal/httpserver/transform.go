@@ -3,7 +3,11 @@ package httpserver
 import (
 	"fmt"
 	"net/http"
+	goruntime "runtime"
+	"strconv"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
 // writeResult writes one object, transformed to a Table or
@@ -38,6 +43,50 @@ func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, out codec
 	}
 	s.writeObject(w, req, out, code, result)
 	return nil
+}
+
+// encodeItems returns the item encodings of objs, encoding those not yet
+// memoised on every core: a first list of many objects is otherwise
+// bounded by one core's encoding speed.
+func (s *Server) encodeItems(out codec.Output, slot int, objs []*watchcache.Object) ([][]byte, error) {
+	items := make([][]byte, len(objs))
+	encodeRange := func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			o := objs[i]
+			item, err := o.Memo(slot, func() ([]byte, error) { return s.codecs.EncodeItem(out, o.Obj) })
+			if err != nil {
+				return err
+			}
+			items[i] = item
+		}
+		return nil
+	}
+	workers := goruntime.GOMAXPROCS(0)
+	const minPerWorker = 512
+	if workers < 2 || len(objs) < 2*minPerWorker {
+		return items, encodeRange(0, len(objs))
+	}
+	var g errgroup.Group
+	chunk := (len(objs) + workers - 1) / workers
+	for lo := 0; lo < len(objs); lo += chunk {
+		hi := min(lo+chunk, len(objs))
+		g.Go(func() error { return encodeRange(lo, hi) })
+	}
+	return items, g.Wait()
+}
+
+// writeItem writes one object from its item encoding.
+func (s *Server) writeItem(w http.ResponseWriter, req *http.Request, out codec.Output, res *resources.Resource, code int, item []byte) {
+	b := codec.AppendObject(make([]byte, 0, len(item)+64), out, res.GroupVersionKind(), item)
+	if out.Info.MediaType == codec.JSON {
+		b = append(b, '\n')
+	}
+	w.Header().Set("Content-Type", out.MediaType())
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(code)
+	if req.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
 }
 
 // writeList writes a list result as the resource's list kind, a Table or a
@@ -78,6 +127,18 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, out codec.O
 		default:
 			return notAcceptableTransform(t, res.NewList())
 		}
+	}
+	if slot, ok := codec.ItemSlot(out); ok {
+		items, err := s.encodeItems(out, slot, result.Objects)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		w.Header().Set("Content-Type", out.MediaType())
+		w.WriteHeader(http.StatusOK)
+		if req.Method != http.MethodHead {
+			_ = codec.WriteList(w, out, res.GroupVersion().WithKind(res.ListKind), lm, items)
+		}
+		return nil
 	}
 	list := res.NewList()
 	items := make([]runtime.Object, len(objs))

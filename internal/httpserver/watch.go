@@ -25,9 +25,9 @@ import (
 // list (metav1.InitialEventsAnnotationKey).
 const initialEventsEndAnnotation = metav1.InitialEventsAnnotationKey
 
-// watchWriteTimeout bounds each write of a watch stream: a client that
-// does not read for this long is disconnected, so that a stuck reader
-// holds no server resources.
+// watchWriteTimeout bounds the writes of a watch stream: a client that
+// reads nothing for between half of it and all of it is disconnected, so
+// that a stuck reader holds no server resources.
 const watchWriteTimeout = 60 * time.Second
 
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
@@ -83,7 +83,10 @@ type stream struct {
 	tableOpts metav1.TableOptions
 	// sentHeaders: a Table watch sends column definitions once.
 	sentHeaders bool
-	buf         bytes.Buffer
+	// deadline is the write deadline last set; it is pushed forward only
+	// when half of it has passed, since setting it on an HTTP/2 stream is
+	// a message to the connection's goroutine.
+	deadline time.Time
 }
 
 func (st *stream) begin() {
@@ -217,6 +220,14 @@ func (st *stream) sendEvent(ev *watchcache.Event) error {
 	}
 	key := st.out.MediaType() + "|" + string(ev.Type)
 	data, err := ev.Encoded(key, func() ([]byte, error) {
+		if slot, ok := codec.ItemSlot(st.out); ok {
+			o := ev.Object
+			item, err := o.Memo(slot, func() ([]byte, error) { return st.s.codecs.EncodeItem(st.out, o.Obj) })
+			if err != nil {
+				return nil, err
+			}
+			return st.frameEvent(string(ev.Type), codec.AppendObject(nil, st.out, st.res.GroupVersionKind(), item))
+		}
 		return st.encodeEvent(string(ev.Type), st.transformed(ev.Object.Obj))
 	})
 	if err != nil {
@@ -285,8 +296,13 @@ func (st *stream) encodeEvent(eventType string, obj runtime.Object) ([]byte, err
 	if err := st.s.codecs.Encode(&objBuf, objOut, obj); err != nil {
 		return nil, err
 	}
+	return st.frameEvent(eventType, bytes.TrimRight(objBuf.Bytes(), "\n"))
+}
+
+// frameEvent frames an encoded object as one watch event.
+func (st *stream) frameEvent(eventType string, object []byte) ([]byte, error) {
 	if st.out.Info.MediaType == codec.Protobuf {
-		ev := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: objBuf.Bytes()}}
+		ev := metav1.WatchEvent{Type: eventType, Object: runtime.RawExtension{Raw: object}}
 		data, err := ev.Marshal()
 		if err != nil {
 			return nil, err
@@ -296,7 +312,7 @@ func (st *stream) encodeEvent(eventType string, obj runtime.Object) ([]byte, err
 		copy(framed[4:], data)
 		return framed, nil
 	}
-	raw := bytes.TrimRight(objBuf.Bytes(), "\n")
+	raw := object
 	out := make([]byte, 0, len(raw)+32)
 	out = append(out, `{"type":`...)
 	out = strconv.AppendQuote(out, eventType)
@@ -307,8 +323,11 @@ func (st *stream) encodeEvent(eventType string, obj runtime.Object) ([]byte, err
 }
 
 func (st *stream) write(data []byte) error {
-	if err := st.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+	if now := time.Now(); st.deadline.Sub(now) < watchWriteTimeout/2 {
+		st.deadline = now.Add(watchWriteTimeout)
+		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
 	}
 	_, err := st.w.Write(data)
 	return err

@@ -31,10 +31,11 @@ func (r *Registry) admitCreate(ctx context.Context, res *resources.Resource, obj
 	// consistent read, so a namespace created just before is found.
 	ns, ok := r.cachedObject(r.namespaces, r.key(r.namespaces, "", name))
 	if !ok {
-		var err error
-		if ns, err = r.Get(ctx, r.namespaces, "", name, ""); err != nil {
+		o, err := r.Get(ctx, r.namespaces, "", name, "")
+		if err != nil {
 			return err
 		}
+		ns = o.Obj
 	}
 	if ns.(*corev1.Namespace).Status.Phase != corev1.NamespaceTerminating {
 		return nil

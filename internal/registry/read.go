@@ -22,9 +22,10 @@ import (
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
-// Get returns one object. resourceVersion follows kube-apiserver: "" is a
+// Get returns one object, as the cache holds it: callers must not modify
+// it. resourceVersion follows kube-apiserver: "" is a
 // consistent read, "0" any cached state, N a state at least as new as N.
-func (r *Registry) Get(ctx context.Context, res *resources.Resource, namespace, name, resourceVersion string) (resources.Object, error) {
+func (r *Registry) Get(ctx context.Context, res *resources.Resource, namespace, name, resourceVersion string) (*watchcache.Object, error) {
 	c := r.cache(res)
 	rv, err := parseResourceVersion(resourceVersion)
 	if err != nil {
@@ -38,7 +39,7 @@ func (r *Registry) Get(ctx context.Context, res *resources.Resource, namespace, 
 	if !ok {
 		return nil, apierrors.NewNotFound(res.GroupResource(), name)
 	}
-	return o.Obj, nil
+	return o, nil
 }
 
 // stateNotOlderThan returns a cache state for a read with the given
@@ -202,7 +203,7 @@ func (r *Registry) expiredContinue(res *resources.Resource, from string, err err
 // metadata.name and metadata.namespace from the field selector to narrow the
 // key range, and the full label and field selectors.
 func (r *Registry) selector(res *resources.Resource, namespace string, opts *metainternalversion.ListOptions) (watchcache.Selector, error) {
-	sel := watchcache.Selector{Namespace: namespace, Label: opts.LabelSelector, Field: opts.FieldSelector}
+	sel := watchcache.Selector{Namespace: namespace, Label: opts.LabelSelector, Field: opts.FieldSelector, FieldValue: res.Field}
 	if sel.Field == nil {
 		sel.Field = fields.Everything()
 	}

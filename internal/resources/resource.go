@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -70,14 +69,19 @@ type Resource struct {
 	// only metadata.finalizers count.
 	Finalizing func(obj Object) bool
 
+	// ResetFields lists the top-level fields that server-side apply on the
+	// main resource does not own, because another endpoint writes them
+	// (a namespace's "status").
+	ResetFields []string
+
 	// Subresources maps a subresource name ("status", "finalize") to its
 	// update rules. Only update (and get) are served on subresources.
 	Subresources map[string]Subresource
 
 	// FieldLabels lists the field selector labels the resource supports,
-	// and Fields returns their values for an object.
+	// and Field returns the value of one of them for an object.
 	FieldLabels []string
-	Fields      func(obj Object) fields.Set
+	Field       func(obj Object, label string) string
 
 	// Columns and Row describe the server-side table (as=Table). Row
 	// returns one cell per column.
@@ -91,6 +95,9 @@ type Subresource struct {
 	// change.
 	PrepareForUpdate func(obj, old Object)
 	ValidateUpdate   func(obj, old Object) field.ErrorList
+	// ResetFields lists the top-level fields server-side apply through the
+	// subresource does not own (a namespace status update's "spec").
+	ResetFields []string
 }
 
 // GroupVersion returns the resource's API group version.
@@ -140,4 +147,16 @@ func (r *Resource) Serves(verb string) bool {
 		}
 	}
 	return false
+}
+
+// MetadataField returns metadata.name or metadata.namespace, the field
+// labels every kind supports.
+func MetadataField(obj Object, label string) string {
+	switch label {
+	case "metadata.name":
+		return obj.GetName()
+	case "metadata.namespace":
+		return obj.GetNamespace()
+	}
+	return ""
 }

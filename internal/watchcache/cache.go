@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/resources"
@@ -47,9 +48,12 @@ type Cache struct {
 	// it. dirty says it changed since the last publish.
 	work  *btree.BTreeG[*Object]
 	dirty bool
+	// labels shares label maps between the objects of work.
+	labels *labelSets
 
-	// mu guards the fields below.
-	mu sync.Mutex
+	// mu guards the fields below. Watchers read the ring under the read
+	// lock; the feeder and snapshot bookkeeping take the write lock.
+	mu sync.RWMutex
 	// events holds the recent events; watchers read it.
 	events ring
 	// fresh is closed and replaced whenever a new State is published.
@@ -72,9 +76,10 @@ func New(cfg Config) *Cache {
 		cfg.Snapshots = 64
 	}
 	c := &Cache{
-		cfg:   cfg,
-		work:  btree.NewG(32, lessObject),
-		fresh: make(chan struct{}),
+		cfg:    cfg,
+		work:   btree.NewG(32, lessObject),
+		labels: newLabelSets(),
+		fresh:  make(chan struct{}),
 	}
 	c.events.init(cfg.Window)
 	return c
@@ -173,14 +178,16 @@ func (c *Cache) retainLocked(s *State) {
 // are unknown.
 func (c *Cache) reset(kvs []storage.KeyValue, rev int64) error {
 	work := btree.NewG(32, lessObject)
+	labels := newLabelSets()
 	for _, kv := range kvs {
 		o, err := c.decode(kv.Key, kv.Value, kv.ModRevision)
 		if err != nil {
 			return err
 		}
+		c.shareLabels(labels, o)
 		work.ReplaceOrInsert(o)
 	}
-	c.work = work
+	c.work, c.labels = work, labels
 	c.dirty = false
 	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Resource.Namespaced, tree: work.Clone()}
 
@@ -204,9 +211,11 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
+		c.shareLabels(c.labels, o)
 		c.work.ReplaceOrInsert(o)
 		out = Event{Type: watch.Added, Object: o, Rev: ev.Revision}
 		if hadPrev {
+			c.labels.release(prev.Labels)
 			out.Type, out.Prev = watch.Modified, prev
 		}
 	case storage.EventDelete:
@@ -214,6 +223,7 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 			return Event{}, fmt.Errorf("watchcache: delete of unknown key %s at %d", ev.KV.Key, ev.Revision)
 		}
 		c.work.Delete(prev)
+		c.labels.release(prev.Labels)
 		// The DELETED event carries the last state at the delete revision.
 		o, err := c.decode(ev.KV.Key, ev.KV.Value, ev.Revision)
 		if err != nil {
@@ -225,6 +235,14 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 	}
 	c.dirty = true
 	return out, nil
+}
+
+// shareLabels makes o use the shared map of its label set (feeder only:
+// o is not published yet).
+func (c *Cache) shareLabels(t *labelSets, o *Object) {
+	shared := t.intern(o.Labels)
+	o.Labels = shared
+	o.Obj.SetLabels(shared)
 }
 
 // publish makes the work tree and the events visible at revision rev
@@ -260,12 +278,11 @@ func (c *Cache) decode(key string, value []byte, rev int64) (*Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watchcache: %s at %d: %w", key, rev, err)
 	}
+	// Encoders add apiVersion and kind; keeping them would cost two
+	// strings per object.
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Resource.Namespaced)
-	o := &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels()}
-	if c.cfg.Resource.Fields != nil {
-		o.Fields = c.cfg.Resource.Fields(obj)
-	}
-	return o, nil
+	return &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels()}, nil
 }
 
 // waitTimeout bounds how long a read waits for the cache to reach a

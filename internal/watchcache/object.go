@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,9 +23,31 @@ type Object struct {
 	Rev int64
 	// Obj is the decoded API object, with resourceVersion set to Rev.
 	Obj resources.Object
-	// Labels and Fields are what selectors match against.
+	// Labels is what label selectors match against (the object's own
+	// labels map, shared between objects with identical labels).
 	Labels labels.Set
-	Fields fields.Set
+
+	// memo keeps encodings of the object, one per slot, so that an object
+	// is serialised once however often it is read.
+	memo [MemoSlots]atomic.Pointer[[]byte]
+}
+
+// MemoSlots is the number of encodings an Object can keep.
+const MemoSlots = 2
+
+// Memo returns the bytes kept in slot, computing them with encode on first
+// use. Concurrent first uses may both encode; either result is kept. The
+// bytes must not be modified.
+func (o *Object) Memo(slot int, encode func() ([]byte, error)) ([]byte, error) {
+	if b := o.memo[slot].Load(); b != nil {
+		return *b, nil
+	}
+	b, err := encode()
+	if err != nil {
+		return nil, err
+	}
+	o.memo[slot].Store(&b)
+	return b, nil
 }
 
 func lessObject(a, b *Object) bool { return a.Key < b.Key }
@@ -43,10 +66,26 @@ func (o *Object) matches(s Selector) bool {
 	if s.Label != nil && !s.Label.Empty() && !s.Label.Matches(o.Labels) {
 		return false
 	}
-	if s.Field != nil && !s.Field.Empty() && !s.Field.Matches(o.Fields) {
+	if s.Field != nil && !s.Field.Empty() && !s.Field.Matches(objectFields{o.Obj, s.FieldValue}) {
 		return false
 	}
 	return true
+}
+
+// objectFields presents an object's field labels to a field selector
+// without building a map per object.
+type objectFields struct {
+	obj   resources.Object
+	value func(resources.Object, string) string
+}
+
+func (f objectFields) Has(label string) bool { return f.value != nil }
+
+func (f objectFields) Get(label string) string {
+	if f.value == nil {
+		return ""
+	}
+	return f.value(f.obj, label)
 }
 
 // Selector chooses objects: by namespace and name (from the URL or
@@ -57,6 +96,9 @@ type Selector struct {
 	Name      string
 	Label     labels.Selector
 	Field     fields.Selector
+	// FieldValue returns an object's value of a field label; required when
+	// Field selects anything (the resource's Field).
+	FieldValue func(obj resources.Object, label string) string
 }
 
 // Everything reports whether the selector selects all objects.

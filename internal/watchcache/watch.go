@@ -49,8 +49,8 @@ func (c *Cache) Oldest() int64 {
 // more. It fails with ErrFellBehind when the cursor left the window.
 func (cur *Cursor) Read(buf []Event) (events []Event, rev int64, wake <-chan struct{}, err error) {
 	c := cur.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if cur.pos < c.events.start {
 		return buf, 0, nil, ErrFellBehind
 	}
@@ -102,13 +102,10 @@ func Filter(ev *Event, sel Selector) (out Event, ok bool) {
 // atRevision returns a copy of o whose object carries resourceVersion rev.
 // The API object is copied shallowly: only its resourceVersion differs.
 func (o *Object) atRevision(rev int64) *Object {
-	cp := *o
-	cp.Rev = rev
 	v := reflect.ValueOf(o.Obj).Elem()
 	nv := reflect.New(v.Type())
 	nv.Elem().Set(v)
 	obj := nv.Interface().(resources.Object)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	cp.Obj = obj
-	return &cp
+	return &Object{Key: o.Key, Namespace: o.Namespace, Name: o.Name, Rev: rev, Obj: obj, Labels: o.Labels}
 }

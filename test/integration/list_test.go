@@ -78,16 +78,21 @@ func TestListResourceVersionRules(t *testing.T) {
 	createLeases(t, s, "default", 3, nil)
 	list := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{}))
 	rv := list.ResourceVersion
-	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}))
+	later := must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}))
 
 	// Exact reads the past; NotOlderThan and "" read the present.
 	exact := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}))
 	if len(exact.Items) != 3 || exact.ResourceVersion != rv {
 		t.Errorf("Exact: %d items at %s", len(exact.Items), exact.ResourceVersion)
 	}
-	now := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}))
+	// NotOlderThan a revision includes everything up to it (and maybe
+	// more: the cache may be ahead, never behind).
+	now := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{ResourceVersion: later.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}))
 	if len(now.Items) != 4 {
-		t.Errorf("NotOlderThan: %d items", len(now.Items))
+		t.Errorf("NotOlderThan %s: %d items", later.ResourceVersion, len(now.Items))
+	}
+	if mustAtoi(t, now.ResourceVersion) < mustAtoi(t, later.ResourceVersion) {
+		t.Errorf("NotOlderThan %s answered at %s", later.ResourceVersion, now.ResourceVersion)
 	}
 	// Invalid combinations are 422 on ListOptions; bad values 400.
 	for _, opts := range []metav1.ListOptions{

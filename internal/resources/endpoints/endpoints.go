@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,7 +48,7 @@ func New() *resources.Resource {
 		Warnings:       warnings,
 
 		FieldLabels: []string{"metadata.name", "metadata.namespace"},
-		Fields:      selectableFields,
+		Field:       resources.MetadataField,
 
 		Columns: []metav1.TableColumnDefinition{
 			resources.NameColumn(),
@@ -239,13 +238,6 @@ func ipWarnings(fldPath *field.Path, ip string) []string {
 		return nil
 	}
 	return utilvalidation.GetWarningsForIP(fldPath, ip)
-}
-
-func selectableFields(obj resources.Object) fields.Set {
-	return fields.Set{
-		"metadata.name":      obj.GetName(),
-		"metadata.namespace": obj.GetNamespace(),
-	}
 }
 
 func row(obj resources.Object, now time.Time) []any {

@@ -1,6 +1,7 @@
 package endpoints_test
 
 import (
+	"github.com/leasehold/leasehold/internal/resources"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func TestDescription(t *testing.T) {
 	if _, ok := r.NewList().(*corev1.EndpointsList); !ok {
 		t.Errorf("NewList() = %T", r.NewList())
 	}
-	if diff := cmp.Diff(fields.Set{"metadata.name": "web", "metadata.namespace": "default"}, r.Fields(newEndpoints())); diff != "" {
+	if diff := cmp.Diff(fields.Set{"metadata.name": "web", "metadata.namespace": "default"}, fieldSet(r, newEndpoints())); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
 	}
 }
@@ -511,4 +512,12 @@ func TestTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+func fieldSet(r *resources.Resource, obj resources.Object) fields.Set {
+	set := fields.Set{}
+	for _, l := range r.FieldLabels {
+		set[l] = r.Field(obj, l)
+	}
+	return set
 }

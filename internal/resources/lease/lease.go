@@ -9,7 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -48,7 +47,7 @@ func New(opts Options) *resources.Resource {
 		ValidateUpdate: validateUpdate,
 
 		FieldLabels: []string{"metadata.name", "metadata.namespace"},
-		Fields:      selectableFields,
+		Field:       resources.MetadataField,
 
 		Columns: columns(),
 		Row:     row,
@@ -141,13 +140,6 @@ func validateStrategy(s coordinationv1.CoordinatedLeaseStrategy, fldPath *field.
 		errs = append(errs, field.Invalid(p, s, msg))
 	}
 	return errs
-}
-
-func selectableFields(obj resources.Object) fields.Set {
-	return fields.Set{
-		"metadata.name":      obj.GetName(),
-		"metadata.namespace": obj.GetNamespace(),
-	}
 }
 
 func columns() []metav1.TableColumnDefinition {

@@ -78,7 +78,7 @@ func TestDescription(t *testing.T) {
 	if _, ok := r.NewList().(*coordinationv1.LeaseList); !ok {
 		t.Errorf("NewList() = %T", r.NewList())
 	}
-	if diff := cmp.Diff(fields.Set{"metadata.name": "leader", "metadata.namespace": "kube-system"}, r.Fields(newLease())); diff != "" {
+	if diff := cmp.Diff(fields.Set{"metadata.name": "leader", "metadata.namespace": "kube-system"}, fieldSet(r, newLease())); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
 	}
 }
@@ -452,3 +452,11 @@ func TestRow(t *testing.T) {
 }
 
 var _ resources.Object = &coordinationv1.Lease{}
+
+func fieldSet(r *resources.Resource, obj resources.Object) fields.Set {
+	set := fields.Set{}
+	for _, l := range r.FieldLabels {
+		set[l] = r.Field(obj, l)
+	}
+	return set
+}

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -48,10 +47,13 @@ func New() *resources.Resource {
 		Validate:         validate,
 		ValidateUpdate:   validateUpdate,
 
+		// kubernetes/pkg/registry/core/namespace/strategy.go GetResetFields.
+		ResetFields: []string{"status"},
 		Subresources: map[string]resources.Subresource{
 			"status": {
 				PrepareForUpdate: prepareForStatusUpdate,
 				ValidateUpdate:   validateStatusUpdate,
+				ResetFields:      []string{"spec"},
 			},
 			"finalize": {
 				PrepareForUpdate: prepareForFinalizeUpdate,
@@ -62,7 +64,7 @@ func New() *resources.Resource {
 		// Only these two: kube-apiserver's field label conversion for
 		// Namespace rejects metadata.namespace (and the legacy "name").
 		FieldLabels: []string{"metadata.name", "status.phase"},
-		Fields:      selectableFields,
+		Field:       fieldValue,
 
 		Columns: []metav1.TableColumnDefinition{
 			resources.NameColumn(),
@@ -194,12 +196,13 @@ func validateFinalizeUpdate(obj, old resources.Object) field.ErrorList {
 	return resources.ValidateUpdate(ns, false, meta, errs)
 }
 
-func selectableFields(obj resources.Object) fields.Set {
-	ns := obj.(*corev1.Namespace)
-	return fields.Set{
-		"metadata.name": ns.Name,
-		"status.phase":  string(ns.Status.Phase),
+// fieldValue returns a supported field label's value: metadata.name or
+// status.phase.
+func fieldValue(obj resources.Object, label string) string {
+	if label == "status.phase" {
+		return string(obj.(*corev1.Namespace).Status.Phase)
 	}
+	return resources.MetadataField(obj, label)
 }
 
 func row(obj resources.Object, now time.Time) []any {

@@ -1,6 +1,7 @@
 package namespace_test
 
 import (
+	"github.com/leasehold/leasehold/internal/resources"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func TestDescription(t *testing.T) {
 	}
 	ns := stored()
 	ns.Status.Phase = corev1.NamespaceTerminating
-	if diff := cmp.Diff(fields.Set{"metadata.name": "team-a", "status.phase": "Terminating"}, r.Fields(ns)); diff != "" {
+	if diff := cmp.Diff(fields.Set{"metadata.name": "team-a", "status.phase": "Terminating"}, fieldSet(r, ns)); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
 	}
 }
@@ -439,4 +440,12 @@ func TestTable(t *testing.T) {
 	if diff := cmp.Diff([]any{"team-a", "Terminating", "<unknown>"}, r.Row(ns, now)); diff != "" {
 		t.Errorf("row (-want +got):\n%s", diff)
 	}
+}
+
+func fieldSet(r *resources.Resource, obj resources.Object) fields.Set {
+	set := fields.Set{}
+	for _, l := range r.FieldLabels {
+		set[l] = r.Field(obj, l)
+	}
+	return set
 }

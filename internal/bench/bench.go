@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Env is what every scenario works with.
+type Env struct {
+	// Config is the REST config of the server under test.
+	Config *rest.Config
+	// PID, when non-zero, is the server process, sampled for CPU and RSS.
+	PID int
+	Out io.Writer
+}
+
+// NewEnv loads a kubeconfig.
+func NewEnv(kubeconfig string, pid int, out io.Writer) (*Env, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return &Env{Config: cfg, PID: pid, Out: out}, nil
+}
+
+// client returns a protobuf clientset with its own connection, so that
+// simulated clients do not share one HTTP/2 connection.
+func (e *Env) client() (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	// A Proxy function keeps client-go from sharing a cached transport, so
+	// this client gets its own connection.
+	cfg.Proxy = noProxy
+	cfg.UserAgent = fmt.Sprintf("leasehold-bench/%d", time.Now().UnixNano())
+	return kubernetes.NewForConfig(cfg)
+}
+
+func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
+
+// Process samples a process's CPU time and memory from /proc.
+type Process struct {
+	pid       int
+	startCPU  time.Duration
+	startWall time.Time
+	peakRSS   int64
+}
+
+// StartSampling begins measuring pid (nil when pid is 0).
+func StartSampling(pid int) *Process {
+	if pid == 0 {
+		return nil
+	}
+	p := &Process{pid: pid, startWall: time.Now()}
+	p.startCPU, _ = cpuTime(pid)
+	return p
+}
+
+// Sample records the current RSS for the peak.
+func (p *Process) Sample() {
+	if p == nil {
+		return
+	}
+	if rss, err := RSS(p.pid); err == nil && rss > p.peakRSS {
+		p.peakRSS = rss
+	}
+}
+
+// Report describes CPU use since the start and the peak RSS seen.
+func (p *Process) Report() string {
+	if p == nil {
+		return ""
+	}
+	p.Sample()
+	cpu, _ := cpuTime(p.pid)
+	wall := time.Since(p.startWall)
+	return fmt.Sprintf("server: %.2f cores (%.1fs CPU in %.1fs), peak RSS %.1f MiB",
+		(cpu-p.startCPU).Seconds()/wall.Seconds(), (cpu - p.startCPU).Seconds(), wall.Seconds(), float64(p.peakRSS)/(1<<20))
+}
+
+// RSS returns the resident set size of pid in bytes.
+func RSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// cpuTime returns user+system CPU time of pid.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	rest := string(data[strings.LastIndexByte(string(data), ')')+2:])
+	f := strings.Fields(rest)
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// Latencies summarises durations.
+type Latencies []time.Duration
+
+func (l Latencies) quantile(q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := append(Latencies(nil), l...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q * float64(len(s)-1))
+	return s[i]
+}
+
+func (l Latencies) String() string {
+	return fmt.Sprintf("n=%d p50=%v p90=%v p99=%v max=%v", len(l),
+		l.quantile(0.5).Round(time.Microsecond*10), l.quantile(0.9).Round(time.Microsecond*10),
+		l.quantile(0.99).Round(time.Microsecond*10), l.quantile(1).Round(time.Microsecond*10))
+}

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// List times raw list requests of every lease in namespace: whole, and in
+// pages of pageSize, in JSON and protobuf, rounds times each. The client
+// only reads bytes (no decoding), so the times are the server's plus the
+// transfer.
+func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) error {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Proxy = noProxy
+	tr, err := rest.TransportFor(cfg)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: tr}
+	base := strings.TrimSuffix(cfg.Host, "/") + "/apis/coordination.k8s.io/v1/namespaces/" + namespace + "/leases"
+	get := func(query, accept string) (int64, string, error) {
+		req, err := http.NewRequestWithContext(ctx, "GET", base+query, nil)
+		if err != nil {
+			return 0, "", err
+		}
+		req.Header.Set("Accept", accept)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			return 0, "", fmt.Errorf("%s: %d %s", query, resp.StatusCode, b)
+		}
+		if accept == "application/json" && query != "" {
+			b, err := io.ReadAll(resp.Body)
+			return int64(len(b)), continueToken(b), err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		return n, "", err
+	}
+	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
+		var lat Latencies
+		var size int64
+		for range rounds {
+			t := time.Now()
+			if size, _, err = get("", accept); err != nil {
+				return err
+			}
+			lat = append(lat, time.Since(t))
+		}
+		fmt.Fprintf(e.Out, "list %s whole (%.1f MiB): %s\n", accept, float64(size)/(1<<20), lat)
+	}
+	var lat Latencies
+	pages := 0
+	for range rounds {
+		t := time.Now()
+		cont := ""
+		for {
+			q := fmt.Sprintf("?limit=%d", pageSize)
+			if cont != "" {
+				q += "&continue=" + cont
+			}
+			if _, cont, err = get(q, "application/json"); err != nil {
+				return err
+			}
+			pages++
+			if cont == "" {
+				break
+			}
+		}
+		lat = append(lat, time.Since(t))
+	}
+	fmt.Fprintf(e.Out, "list application/json in pages of %d (%d pages): %s\n", pageSize, pages/rounds, lat)
+	return nil
+}
+
+// continueToken finds metadata.continue in the head of a JSON list.
+func continueToken(data []byte) string {
+	head := string(data[:min(len(data), 1024)])
+	const key = `"continue":"`
+	i := strings.Index(head, key)
+	if i < 0 {
+		return ""
+	}
+	rest := head[i+len(key):]
+	return rest[:strings.IndexByte(rest, '"')]
+}

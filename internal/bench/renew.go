@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Renew has each of clients hold leases/clients leases and renew them as
+// fast as it can for duration, as leader-election holders do (an update
+// carrying the last resourceVersion), and reports the renew rate and
+// latency. The leases are the ones Fill creates.
+func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, duration time.Duration) error {
+	proc := StartSampling(e.PID)
+	var mu sync.Mutex
+	var all Latencies
+	var firstErr error
+	var wg sync.WaitGroup
+	end := time.Now().Add(duration)
+	for w := range clients {
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			api := c.CoordinationV1().Leases(namespace)
+			held := map[string]*coordinationv1.Lease{}
+			var lat Latencies
+			defer func() { mu.Lock(); all = append(all, lat...); mu.Unlock() }()
+			for i := w; time.Now().Before(end) && ctx.Err() == nil; i += clients {
+				if i >= leases {
+					i = w
+				}
+				name := fmt.Sprintf("lease-%06d", i)
+				l := held[name]
+				if l == nil {
+					var err error
+					if l, err = api.Get(ctx, name, metav1.GetOptions{}); err != nil {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+						return
+					}
+				}
+				now := metav1.NowMicro()
+				l.Spec.RenewTime = &now
+				t := time.Now()
+				out, err := api.Update(ctx, l, metav1.UpdateOptions{})
+				if err != nil {
+					delete(held, name) // someone else renewed it: read it again
+					continue
+				}
+				lat = append(lat, time.Since(t))
+				held[name] = out
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	fmt.Fprintf(e.Out, "renew: %d clients over %d leases: %.0f renews/s; latency %s\n", clients, leases, float64(len(all))/duration.Seconds(), all)
+	if proc != nil {
+		fmt.Fprintln(e.Out, proc.Report())
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/bench"
+)
+
+const benchUsage = `Usage: leasehold bench <scenario> [flags]
+
+Scenarios (each drives a running server through its API):
+  fill     create leader-election-shaped leases
+  list     time whole and paginated lists of them
+  renew    renew them as fast as holders can
+  fanout   many watchers of one large Endpoints object being updated
+
+Run "leasehold bench <scenario> -h" for its flags.
+`
+
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, benchUsage)
+		return fmt.Errorf("no scenario given")
+	}
+	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "./leasehold-data/admin.kubeconfig", "kubeconfig of the server under test")
+	pid := fs.Int("server-pid", 0, "pid of the server process, to report its CPU and memory (Linux)")
+	namespace := fs.String("namespace", "default", "namespace to work in")
+	var run func(e *bench.Env) error
+	switch args[0] {
+	case "fill":
+		n := fs.Int("leases", 20000, "leases to create")
+		clients := fs.Int("clients", 64, "parallel clients")
+		run = func(e *bench.Env) error { return bench.Fill(ctx, e, *namespace, *n, *clients) }
+	case "list":
+		page := fs.Int("page-size", 500, "page size of paginated lists")
+		rounds := fs.Int("rounds", 10, "repetitions")
+		run = func(e *bench.Env) error { return bench.List(ctx, e, *namespace, *page, *rounds) }
+	case "renew":
+		n := fs.Int("leases", 1000, "leases to renew (created by fill)")
+		clients := fs.Int("clients", 64, "parallel holders")
+		d := fs.Duration("duration", 10*time.Second, "how long to renew")
+		run = func(e *bench.Env) error { return bench.Renew(ctx, e, *namespace, *n, *clients, *d) }
+	case "fanout":
+		var fc bench.FanoutConfig
+		fs.IntVar(&fc.Watchers, "watchers", 1000, "watchers, each on its own connection")
+		fs.IntVar(&fc.Addresses, "addresses", 1000, "addresses in the Endpoints object")
+		fs.Float64Var(&fc.Rate, "rate", 2, "updates per second")
+		fs.DurationVar(&fc.Duration, "duration", 30*time.Second, "how long to update")
+		fs.BoolVar(&fc.Protobuf, "protobuf", false, "watch in protobuf, as Kubernetes components do (default JSON)")
+		run = func(e *bench.Env) error { fc.Namespace = *namespace; return bench.Fanout(ctx, e, fc) }
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, benchUsage)
+		return nil
+	default:
+		fmt.Fprint(stderr, benchUsage)
+		return fmt.Errorf("unknown scenario %q", args[0])
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	e, err := bench.NewEnv(*kubeconfig, *pid, stdout)
+	if err != nil {
+		return err
+	}
+	return run(e)
+}

@@ -1,0 +1,202 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Item encodings are an object's serialised form without apiVersion and
+// kind, as it appears in a list: JSON starting with {"metadata":..., or the
+// raw protobuf message of the type. Objects, lists and watch events are
+// assembled from them, so that each cached object is encoded once per wire
+// format however often it is read.
+
+// ItemSlot returns the memo slot for an output's item encoding and whether
+// the output can be assembled from items at all (JSON and protobuf without
+// pretty-printing or a transform).
+func ItemSlot(out Output) (slot int, ok bool) {
+	if out.Transform != nil || out.Pretty {
+		return 0, false
+	}
+	switch out.Info.MediaType {
+	case JSON:
+		return 0, true
+	case Protobuf:
+		return 1, true
+	}
+	return 0, false
+}
+
+// protoMarshaler is implemented by every k8s.io/api type.
+type protoMarshaler interface {
+	Marshal() ([]byte, error)
+}
+
+// EncodeItem returns obj's item encoding for out (see ItemSlot).
+func (c *Codecs) EncodeItem(out Output, obj runtime.Object) ([]byte, error) {
+	switch out.Info.MediaType {
+	case JSON:
+		bare, err := withoutTypeMeta(obj)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(bare)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	case Protobuf:
+		m, ok := obj.(protoMarshaler)
+		if !ok {
+			return nil, fmt.Errorf("codec: %T has no protobuf encoding", obj)
+		}
+		return m.Marshal()
+	}
+	return nil, fmt.Errorf("codec: no item encoding for %s", out.Info.MediaType)
+}
+
+// withoutTypeMeta returns obj, or a shallow copy of it with apiVersion and
+// kind cleared.
+func withoutTypeMeta(obj runtime.Object) (runtime.Object, error) {
+	if obj.GetObjectKind().GroupVersionKind().Empty() {
+		return obj, nil
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("codec: %T is not a pointer", obj)
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	out := cp.Interface().(runtime.Object)
+	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return out, nil
+}
+
+// protobufPrefix starts every protobuf-encoded object
+// (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
+var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// AppendObject appends a whole object of kind gvk built from its item
+// encoding: JSON with apiVersion and kind first, as kube-apiserver writes
+// them, or the protobuf envelope.
+func AppendObject(dst []byte, out Output, gvk schema.GroupVersionKind, item []byte) []byte {
+	if out.Info.MediaType == Protobuf {
+		return appendEnvelope(dst, gvk, item)
+	}
+	dst = appendTypeMetaJSON(dst, gvk)
+	if len(item) > 2 { // item is {...}: splice its fields after ours
+		dst = append(dst, ',')
+		dst = append(dst, item[1:]...)
+	} else {
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+func appendTypeMetaJSON(dst []byte, gvk schema.GroupVersionKind) []byte {
+	dst = append(dst, `{"kind":`...)
+	dst = appendJSONString(dst, gvk.Kind)
+	dst = append(dst, `,"apiVersion":`...)
+	return appendJSONString(dst, gvk.GroupVersion().String())
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
+// appendEnvelope appends the protobuf envelope: the prefix, then a
+// runtime.Unknown{typeMeta, raw} message (contentEncoding and contentType
+// empty).
+func appendEnvelope(dst []byte, gvk schema.GroupVersionKind, raw []byte) []byte {
+	apiVersion, kind := gvk.GroupVersion().String(), gvk.Kind
+	typeMetaLen := 1 + uvarintLen(len(apiVersion)) + len(apiVersion) + 1 + uvarintLen(len(kind)) + len(kind)
+	dst = append(dst, protobufPrefix...)
+	// Unknown.typeMeta = 1
+	dst = append(dst, 0x0a)
+	dst = binary.AppendUvarint(dst, uint64(typeMetaLen))
+	dst = append(dst, 0x0a)
+	dst = binary.AppendUvarint(dst, uint64(len(apiVersion)))
+	dst = append(dst, apiVersion...)
+	dst = append(dst, 0x12)
+	dst = binary.AppendUvarint(dst, uint64(len(kind)))
+	dst = append(dst, kind...)
+	// Unknown.raw = 2
+	dst = append(dst, 0x12)
+	dst = binary.AppendUvarint(dst, uint64(len(raw)))
+	dst = append(dst, raw...)
+	// Unknown.contentEncoding = 3, Unknown.contentType = 4, both empty.
+	return append(dst, 0x1a, 0x00, 0x22, 0x00)
+}
+
+func uvarintLen(n int) int {
+	l := 1
+	for v := uint64(n); v >= 0x80; v >>= 7 {
+		l++
+	}
+	return l
+}
+
+// WriteList writes a list of kind gvk (e.g. LeaseList) whose items are
+// item encodings, as the standard serializers would write it.
+func WriteList(w io.Writer, out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) error {
+	if out.Info.MediaType == Protobuf {
+		return writeProtoList(w, gvk, lm, items)
+	}
+	meta, err := json.Marshal(lm)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	size := 64 + len(meta)
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	buf.Grow(size)
+	b := appendTypeMetaJSON(buf.AvailableBuffer(), gvk)
+	b = append(b, `,"metadata":`...)
+	b = append(b, meta...)
+	b = append(b, `,"items":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, "]}\n"...)
+	_, err = w.Write(b)
+	return err
+}
+
+// writeProtoList writes the envelope around a list message: ListMeta as
+// field 1, each item as field 2, which is the layout of every k8s.io/api
+// list type.
+func writeProtoList(w io.Writer, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) error {
+	meta, err := lm.Marshal()
+	if err != nil {
+		return err
+	}
+	rawLen := 1 + uvarintLen(len(meta)) + len(meta)
+	for _, it := range items {
+		rawLen += 1 + uvarintLen(len(it)) + len(it)
+	}
+	raw := make([]byte, 0, rawLen)
+	raw = append(raw, 0x0a)
+	raw = binary.AppendUvarint(raw, uint64(len(meta)))
+	raw = append(raw, meta...)
+	for _, it := range items {
+		raw = append(raw, 0x12)
+		raw = binary.AppendUvarint(raw, uint64(len(it)))
+		raw = append(raw, it...)
+	}
+	_, err = w.Write(appendEnvelope(make([]byte, 0, len(raw)+64), gvk, raw))
+	return err
+}
