@@ -16,6 +16,7 @@ const usage = `leasehold: a Kubernetes API server for Leases and Endpoints.
 
 Usage:
   leasehold serve [flags]   run the server
+  leasehold bench <scenario> load-test a running server (fill, list, renew, fanout)
   leasehold version         print the version
 
 Run "leasehold serve -h" for the server's flags.
@@ -30,6 +31,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		v := buildinfo.KubeVersion()
 		fmt.Fprintf(stdout, "leasehold %s (Kubernetes API %s, %s)\n", buildinfo.Version, v.GitVersion, v.GoVersion)
@@ -54,6 +57,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"keep and validate Lease spec.strategy and spec.preferredHolder (false drops them, as kube-apiserver does by default)")
 	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	etcdServers := storageFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -62,6 +66,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := checkStorageFlags(fs, &cfg, *etcdServers); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {

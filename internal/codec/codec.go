@@ -191,12 +191,9 @@ func decodeError(err error, kind string, gvk *schema.GroupVersionKind, body []by
 	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summary))
 }
 
-// UnsupportedMediaType is the 415 answer for a body in an unknown format.
-func (c *Codecs) UnsupportedMediaType(streaming bool) error {
-	accepted := c.MediaTypes()
-	if streaming {
-		accepted = c.StreamMediaTypes()
-	}
+// UnsupportedMediaType is the 415 answer for a body in none of the
+// accepted media types.
+func UnsupportedMediaType(accepted []string) error {
 	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", join(accepted)))
 }

@@ -177,5 +177,5 @@ func (c *Codecs) InputSerializer(contentType string) (runtime.SerializerInfo, er
 			}
 		}
 	}
-	return runtime.SerializerInfo{}, c.UnsupportedMediaType(false)
+	return runtime.SerializerInfo{}, UnsupportedMediaType(c.MediaTypes())
 }

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -13,6 +17,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -28,11 +33,19 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res *resources.Re
 	if err := decodeParams(req, &opts); err != nil {
 		return err
 	}
-	obj, err := s.reg.Get(req.Context(), res, info.namespace, info.name, opts.ResourceVersion)
+	o, err := s.reg.Get(req.Context(), res, info.namespace, info.name, opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
-	return s.writeResult(w, req, out, res, http.StatusOK, obj)
+	if slot, ok := codec.ItemSlot(out); ok {
+		item, err := o.Memo(slot, func() ([]byte, error) { return s.codecs.EncodeItem(out, o.Obj) })
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		s.writeItem(w, req, out, res, http.StatusOK, item)
+		return nil
+	}
+	return s.writeResult(w, req, out, res, http.StatusOK, o.Obj)
 }
 
 func (s *Server) list(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
@@ -91,7 +104,8 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *resources
 	if !res.Namespaced {
 		namespace = ""
 	}
-	result, err := s.reg.Create(req.Context(), res, namespace, obj, registry.WriteOptions{DryRun: len(opts.DryRun) > 0})
+	result, err := s.reg.Create(req.Context(), res, namespace, obj, registry.WriteOptions{
+		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(warnings, result.Warnings...))
 	if err != nil {
 		return err
@@ -118,7 +132,8 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *resources
 	if err := checkBodyName(res, info, obj); err != nil {
 		return err
 	}
-	result, err := s.reg.Update(req.Context(), res, info.namespace, info.name, info.subresource, obj, registry.WriteOptions{DryRun: len(opts.DryRun) > 0})
+	result, err := s.reg.Update(req.Context(), res, info.namespace, info.name, info.subresource, obj, registry.WriteOptions{
+		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(warnings, result.Warnings...))
 	if err != nil {
 		return err
@@ -294,6 +309,76 @@ func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res 
 	return s.writeList(w, req, out, res, result)
 }
 
+// patchTypes are the accepted patch media types, in kube-apiserver's order.
+var patchTypes = []string{
+	string(types.JSONPatchType),
+	string(types.MergePatchType),
+	string(types.StrategicMergePatchType),
+	string(types.ApplyYAMLPatchType),
+}
+
 func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
-	return methodNotAllowed()
+	contentType := req.Header.Get("Content-Type")
+	if i := strings.IndexByte(contentType, ';'); i > 0 {
+		contentType = contentType[:i]
+	}
+	contentType = strings.TrimSpace(contentType)
+	if !slices.Contains(patchTypes, contentType) {
+		return codec.UnsupportedMediaType(patchTypes)
+	}
+	patchType := types.PatchType(contentType)
+	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(req)
+	if err != nil {
+		return err
+	}
+	var opts metav1.PatchOptions
+	if err := decodeParams(req, &opts); err != nil {
+		return err
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
+	po := registry.PatchOptions{
+		WriteOptions:    registry.WriteOptions{DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())},
+		Force:           opts.Force != nil && *opts.Force,
+		FieldValidation: opts.FieldValidation,
+	}
+	if po.FieldValidation == "" {
+		po.FieldValidation = metav1.FieldValidationWarn
+	}
+	result, err := s.reg.Patch(req.Context(), res, info.namespace, info.name, info.subresource, patchType, body, po)
+	addWarnings(w, result.Warnings)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if result.Created {
+		code = http.StatusCreated
+	}
+	return s.writeResult(w, req, out, res, code, result.Object)
+}
+
+// managerOrUserAgent names the field manager of a write: the fieldManager
+// parameter, or the User-Agent up to its first "/", printable characters
+// only, at most 128 bytes (apiserver/pkg/endpoints/handlers/create.go).
+func managerOrUserAgent(manager, userAgent string) string {
+	if manager != "" {
+		return manager
+	}
+	prefix, _, _ := strings.Cut(userAgent, "/")
+	var b strings.Builder
+	for _, r := range prefix {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > metav1validation.FieldManagerMaxLength {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -128,6 +128,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h.Set("Cache-Control", "no-cache, private")
 	h.Set("X-Content-Type-Options", "nosniff")
 
+	if s.log.Enabled(req.Context(), slog.LevelDebug) {
+		start := time.Now()
+		defer func() {
+			s.log.Debug("request", "method", req.Method, "uri", req.URL.RequestURI(), "duration", time.Since(start), "audit-id", auditID)
+		}()
+	}
 	path := req.URL.Path
 	switch {
 	case path == "/version" || strings.HasPrefix(path, "/version/"):
@@ -151,6 +157,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {
 	if s.serveDiscovery(w, req) {
+		return nil
+	}
+	if strings.HasPrefix(req.URL.Path, "/debug/pprof") {
+		// Profiling, as kube-apiserver serves it (--profiling, on by
+		// default), to authenticated clients only.
+		servePprof(w, req)
 		return nil
 	}
 	if strings.HasPrefix(req.URL.Path, "/openapi/") && s.cfg.OpenAPI != nil {

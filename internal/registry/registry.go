@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -28,6 +31,10 @@ type Config struct {
 	Logger      *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// TypeConverter describes the served types for managedFields and
+	// server-side apply (built from the OpenAPI definitions); without it
+	// managedFields are not tracked and apply is refused.
+	TypeConverter managedfields.TypeConverter
 }
 
 // Registry serves the verbs of every configured resource.
@@ -40,10 +47,12 @@ type Registry struct {
 	namespaces *resources.Resource
 	log        *slog.Logger
 	now        func() time.Time
+	// fieldManagers track managedFields per resource and subresource.
+	fieldManagers map[fieldManagerKey]*managedfields.FieldManager
 }
 
 // New returns a registry. Run must be running for reads to be served.
-func New(cfg Config) *Registry {
+func New(cfg Config) (*Registry, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/registry"
 	}
@@ -74,7 +83,14 @@ func New(cfg Config) *Registry {
 		caches = append(caches, c)
 	}
 	r.feeder = watchcache.NewFeeder(cfg.Store, cfg.Prefix+"/", cfg.Logger, caches...)
-	return r
+	if cfg.TypeConverter != nil {
+		fms, err := newFieldManagers(cfg.TypeConverter, cfg.Codecs.Scheme(), cfg.Resources)
+		if err != nil {
+			return nil, err
+		}
+		r.fieldManagers = fms
+	}
+	return r, nil
 }
 
 // Run feeds the watch caches until ctx ends.
@@ -119,4 +135,10 @@ func (r *Registry) cache(res *resources.Resource) *watchcache.Cache {
 // decode decodes a stored value of res.
 func (r *Registry) decode(res *resources.Resource, kv storage.KeyValue) (resources.Object, error) {
 	return r.decoder(res)(kv.Value, kv.ModRevision)
+}
+
+// jsonInfo is the JSON serializer, for decoding patched objects.
+func (r *Registry) jsonInfo() runtime.SerializerInfo {
+	info, _ := r.codecs.InputSerializer(codec.JSON)
+	return info
 }

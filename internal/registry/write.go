@@ -26,6 +26,9 @@ import (
 type WriteOptions struct {
 	// DryRun runs every check but stores nothing (dryRun=All).
 	DryRun bool
+	// Manager is the field manager recorded in managedFields: the
+	// fieldManager parameter, or the client's User-Agent prefix.
+	Manager string
 }
 
 // WriteResult is the outcome of a create or update.
@@ -50,6 +53,7 @@ func (r *Registry) Create(ctx context.Context, res *resources.Resource, namespac
 	}
 	var result WriteResult
 	result.Warnings = dedupOwnerReferences(obj)
+	obj = r.trackUpdate(res, "", res.New(), obj, opts.Manager)
 	if err := r.admitCreate(ctx, res, obj); err != nil {
 		return WriteResult{}, err
 	}
@@ -144,20 +148,16 @@ func (r *Registry) beforeCreate(res *resources.Resource, obj resources.Object) (
 // "finalize"). A missing object is created when the resource allows it.
 // obj is decoded from the request and owned by the call.
 func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespace, name, subresource string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
-	var sub *resources.Subresource
-	if subresource != "" {
-		s, ok := res.Subresources[subresource]
-		if !ok {
-			return WriteResult{}, apierrors.NewNotFound(res.GroupResource(), name)
-		}
-		sub = &s
+	sub, err := subresourceOf(res, name, subresource)
+	if err != nil {
+		return WriteResult{}, err
 	}
 	result := WriteResult{Warnings: dedupOwnerReferences(obj)}
 	key := r.key(res, namespace, name)
 	bodyUID := obj.GetUID()
-	allowCreate := res.AllowCreateOnUpdate && sub == nil
-
+	w := write{res: res, sub: sub, subresource: subresource, name: name, allowCreate: res.AllowCreateOnUpdate && sub == nil, result: &result}
 	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (resources.Object, error) {
+		// A uid in the body is a precondition on the stored object.
 		if bodyUID != "" && (existing == nil || existing.obj.GetUID() != bodyUID) {
 			var have types.UID
 			if existing != nil {
@@ -167,59 +167,101 @@ func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespac
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", bodyUID, have))
 		}
 		newObj := obj.DeepCopyObject().(resources.Object)
-		if existing == nil {
-			if !allowCreate {
-				return nil, apierrors.NewNotFound(res.GroupResource(), name)
-			}
-			wipeSystemFields(newObj)
-			r.fillSystemFields(newObj)
-			if err := r.admitCreate(ctx, res, newObj); err != nil {
-				return nil, err
-			}
-			warnings, err := r.beforeCreate(res, newObj)
-			if err != nil {
-				return nil, err
-			}
-			result.Created = true
-			result.Warnings = append(result.Warnings, warnings...)
-			newObj.SetResourceVersion("")
-			return newObj, nil
-		}
-		result.Created = false
-		old := existing.obj
-		newRV, err := strconv.ParseUint(newObj.GetResourceVersion(), 10, 64)
-		if newObj.GetResourceVersion() == "" {
-			newRV, err = 0, nil
-		}
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", newObj.GetResourceVersion(), err))
-		}
-		if newRV == 0 {
-			if !res.AllowUnconditionalUpdate {
-				// kube-apiserver names the plural resource here, not the kind.
-				return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, name, field.ErrorList{
-					field.Invalid(field.NewPath("metadata", "resourceVersion"), newRV, "must be specified for an update"),
-				})
-			}
-			// An unconditional update validates as an update of the
-			// stored version.
-			newObj.SetResourceVersion(strconv.FormatInt(existing.rev, 10))
-		} else if int64(newRV) != existing.rev {
-			return nil, apierrors.NewConflict(res.GroupResource(), name, errors.New(optimisticLockMessage))
-		}
-		warnings, err := r.beforeUpdate(res, sub, newObj, old)
-		if err != nil {
-			return nil, err
-		}
-		newObj.SetResourceVersion("")
-		result.Warnings = append(result.Warnings, warnings...)
-		return newObj, nil
+		newObj = r.trackUpdate(res, subresource, liveOrNew(res, existing), newObj, opts.Manager)
+		return r.updateObject(ctx, w, existing, newObj)
 	})
 	if err != nil {
 		return WriteResult{}, err
 	}
 	result.Object = out
 	return result, nil
+}
+
+func subresourceOf(res *resources.Resource, name, subresource string) (*resources.Subresource, error) {
+	if subresource == "" {
+		return nil, nil
+	}
+	s, ok := res.Subresources[subresource]
+	if !ok {
+		return nil, apierrors.NewNotFound(res.GroupResource(), name)
+	}
+	return &s, nil
+}
+
+// liveOrNew is the stored object for managedFields bookkeeping, an empty
+// one when there is none.
+func liveOrNew(res *resources.Resource, existing *current) resources.Object {
+	if existing == nil {
+		return res.New()
+	}
+	return existing.obj
+}
+
+// write describes one update request for updateObject.
+type write struct {
+	res         *resources.Resource
+	sub         *resources.Subresource
+	subresource string
+	name        string
+	// allowCreate: a missing object is created (PUT to a resource that
+	// allows it, or server-side apply).
+	allowCreate bool
+	result      *WriteResult
+}
+
+// updateObject applies kube-apiserver's generic update rules to newObj,
+// the object an update wants stored where existing is (nil: missing), and
+// returns the object to store. It creates when allowed, checks
+// resourceVersion, and runs the resource's update preparation and
+// validation.
+func (r *Registry) updateObject(ctx context.Context, w write, existing *current, newObj resources.Object) (resources.Object, error) {
+	res := w.res
+	if existing == nil {
+		if !w.allowCreate {
+			return nil, apierrors.NewNotFound(res.GroupResource(), w.name)
+		}
+		wipeSystemFields(newObj)
+		r.fillSystemFields(newObj)
+		if err := r.admitCreate(ctx, res, newObj); err != nil {
+			return nil, err
+		}
+		warnings, err := r.beforeCreate(res, newObj)
+		if err != nil {
+			return nil, err
+		}
+		w.result.Created = true
+		w.result.Warnings = append(w.result.Warnings, warnings...)
+		newObj.SetResourceVersion("")
+		return newObj, nil
+	}
+	w.result.Created = false
+	newRV, err := strconv.ParseUint(newObj.GetResourceVersion(), 10, 64)
+	if newObj.GetResourceVersion() == "" {
+		newRV, err = 0, nil
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", newObj.GetResourceVersion(), err))
+	}
+	if newRV == 0 {
+		if !res.AllowUnconditionalUpdate {
+			// kube-apiserver names the plural resource here, not the kind.
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, w.name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), newRV, "must be specified for an update"),
+			})
+		}
+		// An unconditional update validates as an update of the stored
+		// version.
+		newObj.SetResourceVersion(strconv.FormatInt(existing.rev, 10))
+	} else if int64(newRV) != existing.rev {
+		return nil, apierrors.NewConflict(res.GroupResource(), w.name, errors.New(optimisticLockMessage))
+	}
+	warnings, err := r.beforeUpdate(res, w.sub, newObj, existing.obj)
+	if err != nil {
+		return nil, err
+	}
+	newObj.SetResourceVersion("")
+	w.result.Warnings = append(w.result.Warnings, warnings...)
+	return newObj, nil
 }
 
 // beforeUpdate prepares and validates an update, as kube-apiserver's
@@ -311,6 +353,9 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource
 					return nil, apierrors.NewInternalError(err)
 				}
 			}
+			if !bytes.Equal(data, cur.data) {
+				data = r.ignoreManagedFieldsTimes(newObj, cur, data)
+			}
 			if bytes.Equal(data, cur.data) {
 				if !cur.fresh {
 					if cur, err = r.storedCurrent(ctx, res, key, name); err != nil {
@@ -346,6 +391,34 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource
 		newObj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
 		return newObj, nil
 	}
+}
+
+// ignoreManagedFieldsTimes makes an update that only moves managedFields
+// timestamps a no-op, as kube-apiserver does
+// (apiserver/pkg/endpoints/handlers/fieldmanager IgnoreManagedFieldsTimestampsTransformer):
+// when the entries equal the stored ones but for their times, and the
+// object is otherwise unchanged, the stored times are kept. It returns the
+// encoding to store.
+func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, data []byte) []byte {
+	mf, old := obj.GetManagedFields(), cur.obj.GetManagedFields()
+	if len(mf) == 0 || len(mf) != len(old) {
+		return data
+	}
+	restored := slices.Clone(mf)
+	for i := range restored {
+		a, b := restored[i], old[i]
+		a.Time, b.Time = nil, nil
+		if !equality.Semantic.DeepEqual(a, b) {
+			return data
+		}
+		restored[i].Time = old[i].Time
+	}
+	obj.SetManagedFields(restored)
+	if d, err := r.codecs.EncodeStorage(obj); err == nil && bytes.Equal(d, cur.data) {
+		return d
+	}
+	obj.SetManagedFields(mf)
+	return data
 }
 
 // readyToDelete reports whether an updated object has been marked for

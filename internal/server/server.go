@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
@@ -27,6 +29,7 @@ import (
 	"github.com/leasehold/leasehold/internal/resources/namespace"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
+	"github.com/leasehold/leasehold/internal/storage/etcd"
 )
 
 // Config configures a Server.
@@ -46,7 +49,40 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// when the server stops.
 	ShutdownTimeout time.Duration
+
+	// Storage selects the storage engine: StorageEmbedded (the default,
+	// also for "") keeps the data under DataDir; StorageEtcd keeps it in
+	// the etcd cluster at EtcdServers, so that several replicas can share
+	// it.
+	Storage string
+	// EtcdServers are the etcd members' client URLs (StorageEtcd).
+	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are PEM files for TLS to
+	// etcd: the CA that verifies the members, and this client's
+	// certificate and key.
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+	// EtcdPrefix is the key prefix of every object in etcd, "/registry"
+	// when empty (kube-apiserver's --etcd-prefix). Replicas of one
+	// leasehold share it; separate leaseholds on one cluster use different
+	// prefixes.
+	EtcdPrefix string
+	// EtcdCompactInterval is how often etcd's history is compacted (the
+	// replicas take turns); 0 means 5 minutes, negative disables it
+	// (kube-apiserver's --etcd-compaction-interval).
+	EtcdCompactInterval time.Duration
 }
+
+// Storage engines for Config.Storage.
+const (
+	StorageEmbedded = "embedded"
+	StorageEtcd     = "etcd"
+)
+
+// DefaultEtcdCompactInterval is kube-apiserver's default
+// --etcd-compaction-interval.
+const DefaultEtcdCompactInterval = etcd.DefaultCompactInterval
 
 // Server is a running leasehold.
 type Server struct {
@@ -88,7 +124,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.certs = certs
 
-	store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{Logger: cfg.Logger})
+	store, prefix, err := openStore(cfg)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("opening store: %w", err)
@@ -100,19 +136,34 @@ func New(cfg Config) (*Server, error) {
 	eps := endpoints.New()
 	nss := namespace.New()
 	all := []*resources.Resource{leases, eps, nss}
-	s.reg = registry.New(registry.Config{
-		Store:       store,
-		Codecs:      codecs,
-		Resources:   all,
-		Namespaces:  nss,
-		WatchWindow: cfg.WatchWindow,
-		Logger:      cfg.Logger,
-	})
 	docs, err := openapi.New(all)
 	if err != nil {
 		ln.Close()
 		store.Close()
 		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
+	}
+	// Server-side apply and managedFields use the same definitions as the
+	// OpenAPI documents.
+	typeConverter, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("building the type converter: %w", err)
+	}
+	s.reg, err = registry.New(registry.Config{
+		Store:         store,
+		Prefix:        prefix,
+		Codecs:        codecs,
+		Resources:     all,
+		Namespaces:    nss,
+		WatchWindow:   cfg.WatchWindow,
+		Logger:        cfg.Logger,
+		TypeConverter: typeConverter,
+	})
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	s.api = httpserver.New(httpserver.Config{
 		OpenAPI:       docs,
@@ -139,6 +190,47 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	return s, nil
+}
+
+// openStore opens the configured storage engine and returns it with the
+// registry's key prefix ("" for the registry's default).
+func openStore(cfg Config) (storage.Interface, string, error) {
+	switch cfg.Storage {
+	case "", StorageEmbedded:
+		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{Logger: cfg.Logger})
+		return store, "", err
+	case StorageEtcd:
+		prefix, err := etcdPrefix(cfg.EtcdPrefix)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(cfg.EtcdServers) == 0 {
+			return nil, "", errors.New("the etcd storage needs at least one etcd server")
+		}
+		store, err := etcd.Open(context.Background(), etcd.Options{
+			Endpoints:       cfg.EtcdServers,
+			TLS:             etcd.TLS{CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile},
+			CompactInterval: cfg.EtcdCompactInterval,
+			Logger:          cfg.Logger,
+		})
+		return store, prefix, err
+	default:
+		return nil, "", fmt.Errorf("unknown storage %q (want %q or %q)", cfg.Storage, StorageEmbedded, StorageEtcd)
+	}
+}
+
+// etcdPrefix normalizes an etcd key prefix: "/registry" when empty, one
+// leading slash, no trailing slash (the registry appends "/resource/...",
+// as kube-apiserver's path.Join does).
+func etcdPrefix(p string) (string, error) {
+	if p == "" {
+		return "/registry", nil
+	}
+	p = "/" + strings.Trim(p, "/")
+	if p == "/" {
+		return "", errors.New(`etcd prefix "/" would put objects at the root of etcd's key space; use a named prefix such as /registry`)
+	}
+	return p, nil
 }
 
 // Addr is the address the server listens on.

@@ -1,0 +1,303 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// PatchOptions are the options of a patch.
+type PatchOptions struct {
+	WriteOptions
+	// Force takes ownership of conflicting fields (apply only).
+	Force bool
+	// FieldValidation is Strict, Warn (the default) or Ignore.
+	FieldValidation string
+}
+
+// maxJSONPatchOperations is kube-apiserver's limit on JSON patch length.
+const maxJSONPatchOperations = 10000
+
+// Patch changes an object with a JSON patch, a JSON merge patch, a
+// strategic merge patch or a server-side apply, as kube-apiserver's patch
+// handler does (apiserver/pkg/endpoints/handlers/patch.go): the patch is
+// applied to the current object, and applied again to the new current
+// object if a concurrent write intervenes. Only apply creates a missing
+// object.
+func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace, name, subresource string, patchType types.PatchType, patch []byte, opts PatchOptions) (WriteResult, error) {
+	sub, err := subresourceOf(res, name, subresource)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if err := checkPatchSyntax(patchType, patch); err != nil {
+		return WriteResult{}, err
+	}
+	fm := r.fieldManager(res, subresource)
+	if patchType == types.ApplyYAMLPatchType && fm == nil {
+		return WriteResult{}, apierrors.NewInternalError(errors.New("server-side apply needs a type converter"))
+	}
+	result := WriteResult{}
+	key := r.key(res, namespace, name)
+	w := write{res: res, sub: sub, subresource: subresource, name: name, allowCreate: patchType == types.ApplyYAMLPatchType && sub == nil, result: &result}
+	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (resources.Object, error) {
+		result.Warnings = nil
+		live := liveOrNew(res, existing)
+		if existing == nil && patchType != types.ApplyYAMLPatchType {
+			return nil, apierrors.NewNotFound(res.GroupResource(), name)
+		}
+		var (
+			patched  resources.Object
+			warnings []string
+			err      error
+		)
+		switch patchType {
+		case types.JSONPatchType, types.MergePatchType:
+			patched, warnings, err = r.jsonPatch(res, live, patchType, patch, opts.FieldValidation)
+		case types.StrategicMergePatchType:
+			patched, warnings, err = r.strategicPatch(res, live, patch, opts.FieldValidation)
+		case types.ApplyYAMLPatchType:
+			patched, warnings, err = r.apply(res, subresource, live, patch, opts)
+		default:
+			err = fmt.Errorf("%v: unimplemented patch type", patchType)
+		}
+		if err != nil {
+			return nil, err
+		}
+		result.Warnings = append(result.Warnings, warnings...)
+		if patchType != types.ApplyYAMLPatchType {
+			patched = r.trackUpdate(res, subresource, live, patched, opts.Manager)
+		}
+		if existing == nil && patched.GetUID() != "" {
+			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", patched.GetUID()))
+		}
+		if err := ensureNamespace(res, namespace, patched); err != nil {
+			return nil, err
+		}
+		if err := checkPatchedName(patched, name); err != nil {
+			return nil, err
+		}
+		result.Warnings = append(result.Warnings, dedupOwnerReferences(patched)...)
+		return r.updateObject(ctx, w, existing, patched)
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	result.Object = out
+	return result, nil
+}
+
+// checkPatchSyntax rejects a body that is not JSON (or, for apply, YAML)
+// before anything else, with kube-apiserver's answers.
+func checkPatchSyntax(patchType types.PatchType, patch []byte) error {
+	if patchType == types.ApplyYAMLPatchType {
+		if _, err := yaml.YAMLToJSON(patch); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+		}
+		return nil
+	}
+	if !json.Valid(patch) {
+		return apierrors.NewBadRequest("invalid JSON patch")
+	}
+	return nil
+}
+
+func checkPatchedName(obj resources.Object, name string) error {
+	switch got := obj.GetName(); {
+	case got == "":
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
+	case got != name:
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", got, name))
+	}
+	return nil
+}
+
+// jsonPatch applies a JSON patch or merge patch to the JSON of current.
+func (r *Registry) jsonPatch(res *resources.Resource, current resources.Object, patchType types.PatchType, patch []byte, validation string) (resources.Object, []string, error) {
+	strict := validation != metav1.FieldValidationIgnore
+	currentJSON, err := r.objectJSON(current)
+	if err != nil {
+		return nil, nil, err
+	}
+	var strictErrs []error
+	var patchedJSON []byte
+	switch patchType {
+	case types.JSONPatchType:
+		if strict {
+			var ops []struct {
+				Op    string `json:"op"`
+				Path  string `json:"path"`
+				From  string `json:"from"`
+				Value any    `json:"value"`
+			}
+			if strictErrs, err = kjson.UnmarshalStrict(patch, &ops); err != nil {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+			for i, e := range strictErrs {
+				strictErrs[i] = fmt.Errorf("json patch %v", e)
+			}
+		}
+		ops, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+		if len(ops) > maxJSONPatchOperations {
+			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
+		}
+		if patchedJSON, err = ops.Apply(currentJSON); err != nil {
+			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	case types.MergePatchType:
+		if strict {
+			v := map[string]any{}
+			if strictErrs, err = kjson.UnmarshalStrict(patch, &v); err != nil {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+		}
+		if patchedJSON, err = jsonpatch.MergePatch(currentJSON, patch); err != nil {
+			if errors.Is(err, jsonpatch.ErrBadJSONPatch) {
+				return nil, nil, apierrors.NewBadRequest(err.Error())
+			}
+			return nil, nil, err
+		}
+	}
+	into := res.New()
+	d, err := r.codecs.Decode(r.jsonInfo(), strict, patchedJSON, into)
+	if err != nil {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchedJSON), err.Error())})
+	}
+	warnings, err := strictOutcome(validation, append(strictErrs, d.Strict...), string(patchedJSON))
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, ok := d.Object.(resources.Object)
+	if !ok || d.Object.GetObjectKind().GroupVersionKind() != res.GroupVersionKind() && !d.Object.GetObjectKind().GroupVersionKind().Empty() {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the patched object is a %s, not a %s", d.GVK.Kind, res.Kind))
+	}
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	return obj, warnings, nil
+}
+
+// strictOutcome turns unknown or duplicate fields into warnings (Warn) or
+// a 422 on the patch (Strict), as kube-apiserver does for patches.
+func strictOutcome(validation string, strictErrs []error, patched string) ([]string, error) {
+	if len(strictErrs) == 0 || validation == metav1.FieldValidationIgnore {
+		return nil, nil
+	}
+	if validation == metav1.FieldValidationStrict {
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+			field.Invalid(field.NewPath("patch"), patched, runtime.NewStrictDecodingError(strictErrs).Error()),
+		})
+	}
+	warnings := make([]string, len(strictErrs))
+	for i, e := range strictErrs {
+		warnings[i] = e.Error()
+	}
+	return warnings, nil
+}
+
+// strategicPatch applies a strategic merge patch, using the Go type's
+// patch strategies (none for Lease and Endpoints: lists are replaced).
+func (r *Registry) strategicPatch(res *resources.Resource, current resources.Object, patch []byte, validation string) (resources.Object, []string, error) {
+	strict := validation != metav1.FieldValidationIgnore
+	original, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+	if err != nil {
+		return nil, nil, err
+	}
+	patchMap := map[string]any{}
+	var strictErrs []error
+	if strict {
+		if strictErrs, err = kjson.UnmarshalStrict(patch, &patchMap); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(patch, &patchMap); err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	patched, err := strategicpatch.StrategicMergeMapPatch(original, patchMap, res.New())
+	if err != nil {
+		return nil, nil, strategicPatchError(err)
+	}
+	obj := res.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, obj, strict); err != nil {
+		se, ok := runtime.AsStrictDecodingError(err)
+		if !ok {
+			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), fmt.Sprintf("%+v", patchMap), err.Error())})
+		}
+		strictErrs = append(strictErrs, se.Errors()...)
+	}
+	warnings, err := strictOutcome(validation, strictErrs, fmt.Sprintf("%+v", patchMap))
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	return obj, warnings, nil
+}
+
+// strategicPatchError maps strategic merge errors as kube-apiserver does.
+func strategicPatchError(err error) error {
+	switch {
+	case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
+		errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
+		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
+		return apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	}
+	return err
+}
+
+// apply runs server-side apply of a YAML (or JSON) configuration.
+func (r *Registry) apply(res *resources.Resource, subresource string, live resources.Object, patch []byte, opts PatchOptions) (resources.Object, []string, error) {
+	applied := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+	}
+	out, err := r.fieldManager(res, subresource).Apply(live, applied, opts.Manager, opts.Force)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, ok := out.(resources.Object)
+	if !ok {
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("apply returned %T", out))
+	}
+	var warnings []string
+	if opts.FieldValidation != metav1.FieldValidationIgnore {
+		if err := yaml.UnmarshalStrict(patch, &map[string]any{}); err != nil {
+			if opts.FieldValidation == metav1.FieldValidationStrict {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
+	return obj, warnings, nil
+}
+
+// objectJSON is the JSON a patch applies to: the object with apiVersion
+// and kind.
+func (r *Registry) objectJSON(obj resources.Object) ([]byte, error) {
+	typed, err := r.codecs.WithTypeMeta(obj)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(typed)
+}
