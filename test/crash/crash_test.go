@@ -95,6 +95,12 @@ func (p *process) kill() {
 	_ = p.cmd.Wait()
 }
 
+// terminate sends SIGTERM and returns the exit error (nil for status 0).
+func (p *process) terminate() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	return p.cmd.Wait()
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -133,7 +139,7 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			load(ctx, p.client, w, states[w])
+			_ = load(ctx, p.client, w, states[w])
 		}()
 	}
 	// Let the load run, then kill the process in the middle of it.
@@ -147,12 +153,54 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 	check(t, p.client, states)
 }
 
+func TestGracefulShutdownOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and stops a real process")
+	}
+	dataDir := t.TempDir()
+	addr := freeAddr(t)
+	p := start(t, dataDir, addr)
+
+	const workers, keysPerWorker = 16, 8
+	states := make([][]keyState, workers)
+	for i := range states {
+		states[i] = make([]keyState, keysPerWorker)
+	}
+	var serverErrs sync.Map
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := load(ctx, p.client, w, states[w]); err != nil && apierrors.ReasonForError(err) != metav1.StatusReasonUnknown {
+				// An API error (a Status) during shutdown means a request
+				// was answered badly instead of finishing or being refused.
+				serverErrs.Store(w, err)
+			}
+		}()
+	}
+	time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
+	if err := p.terminate(); err != nil {
+		t.Fatalf("leasehold exited with %v after SIGTERM, want status 0", err)
+	}
+	stop()
+	wg.Wait()
+	serverErrs.Range(func(k, v any) bool {
+		t.Errorf("worker %v: %v", k, v)
+		return true
+	})
+	p = start(t, dataDir, addr)
+	defer p.kill()
+	check(t, p.client, states)
+}
+
 func leaseName(w, k int) string { return fmt.Sprintf("w%02d-k%02d", w, k) }
 
 // load creates, updates and deletes the worker's leases until ctx ends or
 // the server goes away. Each update writes a sequence number into
 // holderIdentity.
-func load(ctx context.Context, c kubernetes.Interface, w int, states []keyState) {
+func load(ctx context.Context, c kubernetes.Interface, w int, states []keyState) error {
 	leases := c.CoordinationV1().Leases("default")
 	seq := 0
 	for ctx.Err() == nil {
@@ -171,13 +219,13 @@ func load(ctx context.Context, c kubernetes.Interface, w int, states []keyState)
 					st.exists, st.deleted = true, false
 					continue
 				}
-				return
+				return err
 			}
 			st.acked, st.exists, st.deleted = seq, true, false
 		case rand.IntN(10) == 0:
 			st.attempted = -seq // a delete
 			if err := leases.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return
+				return err
 			}
 			st.acked, st.deleted = -seq, true
 		default:
@@ -187,16 +235,17 @@ func load(ctx context.Context, c kubernetes.Interface, w int, states []keyState)
 				continue
 			}
 			if err != nil {
-				return
+				return err
 			}
 			cur.Spec.HolderIdentity = ptr(strconv.Itoa(seq))
 			st.attempted = seq
 			if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-				return
+				return err
 			}
 			st.acked = seq
 		}
 	}
+	return nil
 }
 
 func check(t *testing.T, c kubernetes.Interface, states [][]keyState) {
