@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -107,7 +108,9 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 // before anything else, with kube-apiserver's answers.
 func checkPatchSyntax(patchType types.PatchType, patch []byte) error {
 	if patchType == types.ApplyYAMLPatchType {
-		if _, err := yaml.YAMLToJSON(patch); err != nil {
+		// util/yaml.ToJSON passes a body that looks like JSON through
+		// unchecked, as kube-apiserver's validateAndTranscodePatch relies on.
+		if _, err := utilyaml.ToJSON(patch); err != nil {
 			return apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
 		}
 		return nil
@@ -187,8 +190,11 @@ func (r *Registry) jsonPatch(res *resources.Resource, current resources.Object, 
 		return nil, nil, err
 	}
 	obj, ok := d.Object.(resources.Object)
-	if !ok || d.Object.GetObjectKind().GroupVersionKind() != res.GroupVersionKind() && !d.Object.GetObjectKind().GroupVersionKind().Empty() {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the patched object is a %s, not a %s", d.GVK.Kind, res.Kind))
+	if !ok || d.Object != into {
+		// runtime.DecodeInto's refusal, reported on the patch as
+		// kube-apiserver does.
+		err := fmt.Errorf("unable to decode %v into %T", d.GVK, into)
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchedJSON), err.Error())})
 	}
 	if res.Default != nil {
 		res.Default(obj)

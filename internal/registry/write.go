@@ -240,7 +240,8 @@ func (r *Registry) updateObject(ctx context.Context, w write, existing *current,
 		newRV, err = 0, nil
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", newObj.GetResourceVersion(), err))
+		// kube-apiserver's versioner returns strconv's error as is: a 500.
+		return nil, err
 	}
 	if newRV == 0 {
 		if !res.AllowUnconditionalUpdate {
