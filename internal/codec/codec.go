@@ -115,16 +115,25 @@ func (c *Codecs) WithTypeMeta(obj runtime.Object) (runtime.Object, error) {
 			return obj, nil
 		}
 	}
-	gvk := gvks[0]
+	out, err := shallowCopy(obj)
+	if err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvks[0])
+	return out, nil
+}
+
+// shallowCopy copies the struct obj points to; the copy shares every
+// pointer, map and slice with obj, so only its own top-level fields (such as
+// TypeMeta) may be changed.
+func shallowCopy(obj runtime.Object) (runtime.Object, error) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer {
 		return nil, fmt.Errorf("codec: %T is not a pointer", obj)
 	}
 	cp := reflect.New(v.Elem().Type())
 	cp.Elem().Set(v.Elem())
-	out := cp.Interface().(runtime.Object)
-	out.GetObjectKind().SetGroupVersionKind(gvk)
-	return out, nil
+	return cp.Interface().(runtime.Object), nil
 }
 
 // Decoded is a request body after decoding.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,13 +68,10 @@ func withoutTypeMeta(obj runtime.Object) (runtime.Object, error) {
 	if obj.GetObjectKind().GroupVersionKind().Empty() {
 		return obj, nil
 	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("codec: %T is not a pointer", obj)
+	out, err := shallowCopy(obj)
+	if err != nil {
+		return nil, err
 	}
-	cp := reflect.New(v.Elem().Type())
-	cp.Elem().Set(v.Elem())
-	out := cp.Interface().(runtime.Object)
 	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return out, nil
 }

@@ -138,6 +138,12 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *resources
 	if err != nil {
 		return err
 	}
+	return s.writeWriteResult(w, req, out, res, result)
+}
+
+// writeWriteResult answers an update or a patch: 201 when it created the
+// object, 200 otherwise.
+func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, out codec.Output, res *resources.Resource, result registry.WriteResult) error {
 	code := http.StatusOK
 	if result.Created {
 		code = http.StatusCreated
@@ -355,11 +361,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.
 	if err != nil {
 		return err
 	}
-	code := http.StatusOK
-	if result.Created {
-		code = http.StatusCreated
-	}
-	return s.writeResult(w, req, out, res, code, result.Object)
+	return s.writeWriteResult(w, req, out, res, result)
 }
 
 // managerOrUserAgent names the field manager of a write: the fieldManager
