@@ -1,4 +1,26 @@
-// Package auth identifies clients: x509 client certificates signed by a
-// trusted CA (the common name is the user, the organizations its groups),
-// as kube-apiserver's x509 authenticator does.
+// Package auth decides who a client is and what it may do, with
+// kube-apiserver's formats and rules.
+//
+// Authentication (Authenticator) tries, in kube-apiserver's order:
+//   - x509 client certificates that chain to a trusted CA (X509, CABundle):
+//     the common name is the user, the organizations its groups;
+//   - bearer tokens from a static token file in kube-apiserver's
+//     --token-auth-file CSV format (TokenFile);
+//   - anonymous requests, when enabled: user system:anonymous in group
+//     system:unauthenticated.
+//
+// A credential that is presented but not valid fails the request even
+// when anonymous requests are allowed, and every authenticated user gets
+// the group system:authenticated, as kube-apiserver's authenticator chain
+// does (k8s.io/kubernetes/pkg/kubeapiserver/authenticator/config.go).
+//
+// Authorization (Authorizer) unions, in order: the system:masters group
+// (everything); the rules kube-apiserver's default RBAC bindings give every
+// user (discovery, health, version, and the self reviews); then either an
+// ABAC policy file in kube-apiserver's --authorization-policy-file format
+// (PolicyFile), or, without one, everything for every authenticated user.
+//
+// The token file, the client CA file and the policy file are re-read when
+// they change (Run polls them); a file that no longer parses is logged and
+// the previous content stays in force.
 package auth
