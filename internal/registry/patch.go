@@ -163,7 +163,7 @@ func (r *Registry) jsonPatch(res *resources.Resource, current resources.Object, 
 		if len(ops) > maxJSONPatchOperations {
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
 		}
-		if patchedJSON, err = ops.Apply(currentJSON); err != nil {
+		if patchedJSON, err = applyJSONPatch(ops, currentJSON); err != nil {
 			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
@@ -306,4 +306,17 @@ func (r *Registry) objectJSON(obj resources.Object) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(typed)
+}
+
+// applyJSONPatch applies ops to doc. The library panics on some malformed
+// operations (a "test" of the root path without a value dereferences
+// nil); kube-apiserver answers those 500, leasehold 422 like any other
+// patch that cannot apply.
+func applyJSONPatch(ops jsonpatch.Patch, doc []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("json patch cannot be applied: %v", r)
+		}
+	}()
+	return ops.Apply(doc)
 }

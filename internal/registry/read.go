@@ -141,8 +141,17 @@ func (r *Registry) List(ctx context.Context, res *resources.Resource, namespace 
 			if s, err = r.stateNotOlderThan(ctx, c, "", 0); err != nil {
 				return nil, err
 			}
-		} else if s, err = c.StateAt(tok.ResourceVersion); err != nil {
-			return nil, r.expiredContinue(res, from, err)
+		} else {
+			// A token from another replica may be ahead of this cache:
+			// wait for it as for an exact read.
+			if cur := c.Current(); cur == nil || tok.ResourceVersion > cur.Rev {
+				if _, err := r.waitFor(ctx, c, tok.ResourceVersion); err != nil {
+					return nil, err
+				}
+			}
+			if s, err = c.StateAt(tok.ResourceVersion); err != nil {
+				return nil, r.expiredContinue(res, from, err)
+			}
 		}
 	} else {
 		rv, err := parseResourceVersion(opts.ResourceVersion)
