@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
+	"github.com/leasehold/leasehold/internal/httpserver"
 	"github.com/leasehold/leasehold/internal/server"
 )
 
@@ -58,6 +59,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	etcdServers := storageFlags(fs, &cfg)
+	securityFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -68,6 +70,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if err := checkStorageFlags(fs, &cfg, *etcdServers); err != nil {
+		return err
+	}
+	if err := checkSecurityFlags(&cfg); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -89,4 +94,45 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	return srv.Run(ctx)
+}
+
+// securityFlags defines the authentication, authorization and limit
+// flags, named and defaulting as kube-apiserver's, except --anonymous-auth
+// (false here, true in kube-apiserver).
+func securityFlags(fs *flag.FlagSet, cfg *server.Config) {
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (followed by its intermediates); default: one signed by leasehold's own CA")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "PEM CAs whose client certificates authenticate users (common name: user, organizations: groups), besides leasehold's own CA; re-read when it changes")
+	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV lines token,user,uid,\"group1,group2\"; re-read when it changes")
+	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials in as system:anonymous (group system:unauthenticated) instead of answering 401")
+	fs.StringVar(&cfg.AuthorizationPolicyFile, "authorization-policy-file", "", "ABAC policy file, one JSON policy per line; re-read when it changes (default: every authenticated user may do everything)")
+	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", httpserver.DefaultMaxRequestsInflight, "reads served at once, watches excepted; more are answered 429 (0: no limit)")
+	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", httpserver.DefaultMaxMutatingRequestsInflight, "writes served at once; more are answered 429 (0: no limit)")
+	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", 0, "open watches per user name, system:masters excepted; more are answered 429 (0: no limit)")
+}
+
+// checkSecurityFlags validates the security flags after parsing and maps
+// them to server.Config's conventions.
+func checkSecurityFlags(cfg *server.Config) error {
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	for _, l := range []struct {
+		name  string
+		value *int
+	}{
+		{"--max-requests-inflight", &cfg.MaxRequestsInflight},
+		{"--max-mutating-requests-inflight", &cfg.MaxMutatingRequestsInflight},
+	} {
+		switch {
+		case *l.value < 0:
+			return fmt.Errorf("%s must not be negative", l.name)
+		case *l.value == 0:
+			*l.value = -1 // server.Config: negative means no limit
+		}
+	}
+	if cfg.MaxWatchesPerUser < 0 {
+		return errors.New("--max-watches-per-user must not be negative")
+	}
+	return nil
 }

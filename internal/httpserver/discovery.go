@@ -178,7 +178,7 @@ func resourceList(g group) *metav1.APIResourceList {
 			Kind:               r.Kind,
 			Verbs:              r.ServedVerbs(),
 			ShortNames:         r.ShortNames,
-			StorageVersionHash: r.StorageVersionHash(),
+			StorageVersionHash: storageVersionHash(r),
 		})
 		for _, name := range sortedKeys(r.Subresources) {
 			l.APIResources = append(l.APIResources, metav1.APIResource{
@@ -190,6 +190,15 @@ func resourceList(g group) *metav1.APIResourceList {
 		}
 	}
 	return l
+}
+
+// storageVersionHash is empty for resources without storage (the
+// reviews), as kube-apiserver lists them.
+func storageVersionHash(r *resources.Resource) string {
+	if r.KeyPath == "" {
+		return ""
+	}
+	return r.StorageVersionHash()
 }
 
 func subresourceVerbs(name string) []string {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/leasehold/leasehold/internal/auth"
@@ -31,9 +34,22 @@ type Config struct {
 	// OpenAPI serves /openapi/v2 and /openapi/v3.
 	OpenAPI http.Handler
 	// Authenticator identifies clients; requests it does not recognise are
-	// answered 401, except the health and version endpoints.
+	// answered 401, except the health and version endpoints. nil serves
+	// every request without a user.
 	Authenticator Authenticator
-	Version       version.Info
+	// Authorizer decides what users may do; refused requests are answered
+	// 403. nil allows everything.
+	Authorizer Authorizer
+	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
+	// and the writes served at once (watches excepted); more are answered
+	// 429. 0 means no limit (kube-apiserver's defaults are
+	// DefaultMaxRequestsInflight and DefaultMaxMutatingRequestsInflight).
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
+	// MaxWatchesPerUser limits the open watches of one user (system:masters
+	// excepted); more are answered 429. 0 means no limit.
+	MaxWatchesPerUser int
+	Version           version.Info
 	// Ready reports whether the server can serve; /readyz fails otherwise.
 	Ready  func() error
 	Logger *slog.Logger
@@ -59,13 +75,20 @@ type Server struct {
 	resources map[resourceKey]*resources.Resource
 	groups    []group
 	authn     Authenticator
-	version   version.Info
-	ready     func() error
-	log       *slog.Logger
-	cfg       Config
+	authz     Authorizer
+	limits    *inflight
+	// reviewCodecs serialize the review kinds (reviews.go).
+	reviewCodecs serializer.CodecFactory
+	version      version.Info
+	ready        func() error
+	log          *slog.Logger
+	cfg          Config
 
 	// shutdown is closed when the server stops: watches end cleanly.
 	shutdown chan struct{}
+	// handlers counts the handler goroutines of withTimeout, which may
+	// outlive their request; Wait waits for them.
+	handlers sync.WaitGroup
 }
 
 type resourceKey struct{ group, version, plural string }
@@ -91,20 +114,23 @@ func New(cfg Config) *Server {
 		cfg.Ready = func() error { return nil }
 	}
 	s := &Server{
-		reg:       cfg.Registry,
-		codecs:    cfg.Codecs,
-		resources: make(map[resourceKey]*resources.Resource, len(cfg.Resources)),
-		authn:     cfg.Authenticator,
-		version:   cfg.Version,
-		ready:     cfg.Ready,
-		log:       cfg.Logger,
-		cfg:       cfg,
-		shutdown:  make(chan struct{}),
+		reg:          cfg.Registry,
+		codecs:       cfg.Codecs,
+		resources:    make(map[resourceKey]*resources.Resource, len(cfg.Resources)),
+		authn:        cfg.Authenticator,
+		authz:        cfg.Authorizer,
+		limits:       newInflight(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.MaxWatchesPerUser),
+		reviewCodecs: newReviewCodecs(),
+		version:      cfg.Version,
+		ready:        cfg.Ready,
+		log:          cfg.Logger,
+		cfg:          cfg,
+		shutdown:     make(chan struct{}),
 	}
 	for _, res := range cfg.Resources {
 		s.resources[resourceKey{res.Group, res.Version, res.Plural}] = res
 	}
-	s.groups = groupsOf(cfg.Resources)
+	s.groups = groupsOf(slices.Concat(cfg.Resources, reviewResources()))
 	return s
 }
 
@@ -143,16 +169,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		s.serveHealth(w, req)
 		return
 	}
-	if s.authn != nil {
-		_, ok, err := s.authn.Authenticate(req)
-		if err != nil || !ok {
-			s.writeError(w, req, unauthorized())
-			return
-		}
-	}
-	if err := s.serveAPI(w, req); err != nil {
-		s.writeError(w, req, err)
-	}
+	s.serveChain(w, req)
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {

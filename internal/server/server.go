@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
@@ -72,6 +76,39 @@ type Config struct {
 	// replicas take turns); 0 means 5 minutes, negative disables it
 	// (kube-apiserver's --etcd-compaction-interval).
 	EtcdCompactInterval time.Duration
+
+	// TLSCertFile and TLSKeyFile are a serving certificate (PEM, with its
+	// intermediates) and its key, instead of the one leasehold generates
+	// with its CA (kube-apiserver's --tls-cert-file and
+	// --tls-private-key-file). Both or neither.
+	TLSCertFile string
+	TLSKeyFile  string
+	// ClientCAFile holds PEM CAs whose client certificates are trusted, in
+	// addition to leasehold's own CA (kube-apiserver's --client-ca-file).
+	// It is re-read when it changes.
+	ClientCAFile string
+	// TokenAuthFile is a static token file (kube-apiserver's
+	// --token-auth-file), re-read when it changes.
+	TokenAuthFile string
+	// AnonymousAuth lets requests without credentials in as user
+	// system:anonymous, group system:unauthenticated; refused with 401
+	// otherwise (kube-apiserver's --anonymous-auth, whose default is true).
+	AnonymousAuth bool
+	// AuthorizationPolicyFile is an ABAC policy file (kube-apiserver's
+	// --authorization-policy-file), re-read when it changes. Without one,
+	// every authenticated user may do everything.
+	AuthorizationPolicyFile string
+	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
+	// and the writes served at once (watches excepted): 0 means
+	// kube-apiserver's defaults (400 and 200), negative no limit.
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
+	// MaxWatchesPerUser limits the open watches of one user name
+	// (system:masters excepted); 0 means no limit, as in kube-apiserver.
+	MaxWatchesPerUser int
+	// AuthReloadInterval is how often the token, client CA and policy
+	// files are checked for changes; 0 means every second.
+	AuthReloadInterval time.Duration
 }
 
 // Storage engines for Config.Storage.
@@ -94,6 +131,8 @@ type Server struct {
 	http     *http.Server
 	listener net.Listener
 	certs    *pki.Bundle
+	// reloaders re-read the authentication and authorization files.
+	reloaders []func(context.Context) error
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -123,6 +162,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	s.certs = certs
+	authn, authz, serving, err := s.security(cfg, certs)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 
 	store, prefix, err := openStore(cfg)
 	if err != nil {
@@ -166,24 +210,22 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
 	s.api = httpserver.New(httpserver.Config{
-		OpenAPI:       docs,
-		Registry:      s.reg,
-		Codecs:        codecs,
-		Resources:     all,
-		Authenticator: auth.X509{},
-		Version:       buildinfo.KubeVersion(),
-		Ready:         s.checkReady,
-		Logger:        cfg.Logger,
+		OpenAPI:                     docs,
+		Registry:                    s.reg,
+		Codecs:                      codecs,
+		Resources:                   all,
+		Authenticator:               authn,
+		Authorizer:                  authz,
+		MaxRequestsInflight:         inflightLimit(cfg.MaxRequestsInflight, httpserver.DefaultMaxRequestsInflight),
+		MaxMutatingRequestsInflight: inflightLimit(cfg.MaxMutatingRequestsInflight, httpserver.DefaultMaxMutatingRequestsInflight),
+		MaxWatchesPerUser:           max(cfg.MaxWatchesPerUser, 0),
+		Version:                     buildinfo.KubeVersion(),
+		Ready:                       s.checkReady,
+		Logger:                      cfg.Logger,
 	})
 	s.http = &http.Server{
-		Handler: s.api,
-		TLSConfig: &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{certs.Serving},
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			ClientCAs:    certs.CAPool(),
-			NextProtos:   []string{"h2", "http/1.1"},
-		},
+		Handler:           s.api,
+		TLSConfig:         serving,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
@@ -265,6 +307,9 @@ func (s *Server) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(bg)
 	g.Go(func() error { return s.reg.Run(gctx) })
 	g.Go(func() error { return s.reg.RunNamespaceFinalizer(gctx) })
+	for _, run := range s.reloaders {
+		g.Go(func() error { return run(gctx) })
+	}
 
 	select {
 	case <-s.reg.Ready():
@@ -298,9 +343,167 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	err := s.http.Shutdown(sctx)
 	<-serveErr
+	s.waitHandlers(sctx)
 	cancelBG()
 	if werr := g.Wait(); werr != nil && err == nil {
 		err = werr
 	}
 	return err
+}
+
+// security builds the authenticator, the authorizer and the TLS
+// configuration from cfg, and registers the file reloaders Run starts.
+func (s *Server) security(cfg Config, certs *pki.Bundle) (*auth.Authenticator, *auth.Authorizer, *tls.Config, error) {
+	reload := auth.Reload{Interval: cfg.AuthReloadInterval, Logger: cfg.Logger}
+	cas, err := auth.NewCABundle([]*x509.Certificate{certs.CACert}, cfg.ClientCAFile, reload)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.ClientCAFile != "" {
+		s.reloaders = append(s.reloaders, cas.Run)
+	}
+	var tokens *auth.TokenFile
+	if cfg.TokenAuthFile != "" {
+		if tokens, err = auth.NewTokenFile(cfg.TokenAuthFile, reload); err != nil {
+			return nil, nil, nil, err
+		}
+		s.reloaders = append(s.reloaders, tokens.Run)
+	}
+	var policies *auth.PolicyFile
+	if cfg.AuthorizationPolicyFile != "" {
+		if policies, err = auth.NewPolicyFile(cfg.AuthorizationPolicyFile, reload); err != nil {
+			return nil, nil, nil, err
+		}
+		s.reloaders = append(s.reloaders, policies.Run)
+	} else {
+		s.log.Warn("NO AUTHORIZATION: no --authorization-policy-file is set, so every authenticated user may do everything; " +
+			"give an ABAC policy file to restrict users")
+	}
+	if cfg.AnonymousAuth {
+		s.log.Warn("anonymous requests are allowed (--anonymous-auth): they are user system:anonymous in group system:unauthenticated")
+	}
+	authn := auth.NewAuthenticator(auth.AuthenticatorConfig{ClientCAs: cas, Tokens: tokens, Anonymous: cfg.AnonymousAuth})
+	serving, err := s.servingCertificate(cfg, certs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	base := &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{serving},
+		// Client certificates are verified by the authenticator, so that
+		// one that does not verify is a 401 (as in kube-apiserver), not a
+		// failed handshake.
+		ClientAuth: tls.RequestClientCert,
+		NextProtos: []string{"h2", "http/1.1"},
+	}
+	tlsConfig := base.Clone()
+	// Advertise the trusted CAs of the moment, which change with the
+	// client CA file.
+	tlsConfig.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		c := base.Clone()
+		c.ClientCAs = cas.Pool()
+		return c, nil
+	}
+	return authn, auth.NewAuthorizer(policies), tlsConfig, nil
+}
+
+// servingCertificate returns the certificate to serve: the generated one,
+// or the one of --tls-cert-file and --tls-private-key-file. With the
+// latter, admin.kubeconfig trusts the root the certificate file ends with
+// (or the certificate itself when it is self-signed), else the system's
+// roots.
+func (s *Server) servingCertificate(cfg Config, certs *pki.Bundle) (tls.Certificate, error) {
+	if cfg.TLSCertFile == "" && cfg.TLSKeyFile == "" {
+		return certs.Serving, nil
+	}
+	if cfg.TLSCertFile == "" || cfg.TLSKeyFile == "" {
+		return tls.Certificate{}, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("serving certificate: %w", err)
+	}
+	last, err := x509.ParseCertificate(cert.Certificate[len(cert.Certificate)-1])
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("serving certificate: %w", err)
+	}
+	var caPEM []byte
+	if last.CheckSignatureFrom(last) == nil {
+		caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: last.Raw})
+	} else {
+		s.log.Info("the serving certificate's chain does not end with a root; admin.kubeconfig trusts the system's roots for it")
+	}
+	if err := setKubeconfigCA(certs.AdminKubeconfig, caPEM); err != nil {
+		return tls.Certificate{}, fmt.Errorf("updating %s: %w", certs.AdminKubeconfig, err)
+	}
+	return cert, nil
+}
+
+// setKubeconfigCA replaces the certificate authority of the clusters of a
+// kubeconfig (nil: the system's roots), writing the file atomically.
+func setKubeconfigCA(path string, caPEM []byte) error {
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return err
+	}
+	for _, c := range kc.Clusters {
+		c.CertificateAuthorityData = caPEM
+		c.CertificateAuthority = ""
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// inflightLimit maps a configured in-flight limit to httpserver's: 0 is
+// the default, negative no limit (0 there).
+func inflightLimit(configured, def int) int {
+	switch {
+	case configured == 0:
+		return def
+	case configured < 0:
+		return 0
+	}
+	return configured
+}
+
+// waitHandlers waits, until ctx ends, for handlers that outlived their
+// request's deadline, so that the store closes after them. When ctx has
+// already ended (the HTTP server did not shut down in time), requests may
+// still be starting handlers, and nothing is waited for.
+func (s *Server) waitHandlers(ctx context.Context) {
+	if ctx.Err() != nil {
+		s.log.Warn("shutting down with requests still running")
+		return
+	}
+	// The goroutine ends with the last handler, or with the process if
+	// ctx ends first.
+	done := make(chan struct{})
+	go func() {
+		s.api.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("shutting down with requests still running past their deadline")
+	}
 }

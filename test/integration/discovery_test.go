@@ -78,7 +78,8 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name+"="+g.PreferredVersion.GroupVersion)
 	}
-	if diff := cmp.Diff([]string{"=v1", "coordination.k8s.io=coordination.k8s.io/v1"}, names); diff != "" {
+	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1"}
+	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
 	}
 

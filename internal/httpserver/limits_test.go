@@ -1,0 +1,274 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/auth"
+	"github.com/leasehold/leasehold/internal/codec"
+)
+
+func TestInflight(t *testing.T) {
+	user := auth.User{Name: "u", Groups: []string{auth.AllAuthenticated}}
+	master := auth.User{Name: "root", Groups: []string{auth.SystemPrivilegedGroup, auth.AllAuthenticated}}
+	read := func(u auth.User) auth.Attributes {
+		return auth.Attributes{User: u, Verb: "list", ResourceRequest: true, Resource: "leases"}
+	}
+	write := func(u auth.User) auth.Attributes {
+		return auth.Attributes{User: u, Verb: "create", ResourceRequest: true, Resource: "leases"}
+	}
+	watch := func(u auth.User) auth.Attributes {
+		return auth.Attributes{User: u, Verb: "watch", ResourceRequest: true, Resource: "leases"}
+	}
+	l := newInflight(1, 1, 2)
+
+	releaseRead, ok := l.admit(read(user))
+	if !ok {
+		t.Fatal("first read refused")
+	}
+	if _, ok := l.admit(read(user)); ok {
+		t.Fatal("second read admitted over the limit")
+	}
+	// The budgets are separate.
+	releaseWrite, ok := l.admit(write(user))
+	if !ok {
+		t.Fatal("a write refused while only reads are at the limit")
+	}
+	if _, ok := l.admit(write(user)); ok {
+		t.Fatal("second write admitted over the limit")
+	}
+	// Non-resource POSTs are writes, GETs reads.
+	if _, ok := l.admit(auth.Attributes{User: user, Verb: "post", Path: "/x"}); ok {
+		t.Fatal("a non-resource POST is not counted as a write")
+	}
+	// system:masters always gets an answer.
+	if release, ok := l.admit(read(master)); !ok {
+		t.Fatal("a master refused")
+	} else {
+		release()
+	}
+	// Watches do not count against the budgets, only against the
+	// per-user watch limit.
+	var releases []func()
+	for range 2 {
+		release, ok := l.admit(watch(user))
+		if !ok {
+			t.Fatal("watch refused under the per-user limit")
+		}
+		releases = append(releases, release)
+	}
+	if _, ok := l.admit(watch(user)); ok {
+		t.Fatal("third watch of one user admitted")
+	}
+	if release, ok := l.admit(watch(auth.User{Name: "other"})); !ok {
+		t.Fatal("another user's watch refused")
+	} else {
+		release()
+	}
+	if release, ok := l.admit(watch(master)); !ok {
+		t.Fatal("a master's watch refused")
+	} else {
+		release()
+	}
+	releases[0]()
+	if release, ok := l.admit(watch(user)); !ok {
+		t.Fatal("watch refused after one ended")
+	} else {
+		release()
+	}
+	// Profiles are long-running too.
+	if _, ok := l.admit(auth.Attributes{User: user, Verb: "get", Path: "/debug/pprof/profile"}); !ok {
+		t.Fatal("a profile counted as a read")
+	}
+	releaseRead()
+	releaseWrite()
+	if release, ok := l.admit(read(user)); !ok {
+		t.Fatal("read refused after release")
+	} else {
+		release()
+	}
+	// No limits.
+	unlimited := newInflight(0, 0, 0)
+	for range 1000 {
+		if _, ok := unlimited.admit(write(user)); !ok {
+			t.Fatal("refused without limits")
+		}
+	}
+}
+
+func newBareServer(t *testing.T) *Server {
+	t.Helper()
+	logs := &syncBuffer{}
+	s := New(Config{Codecs: codec.New(), Logger: newTestLogger(logs)})
+	t.Cleanup(s.Wait)
+	return s
+}
+
+// statusOf decodes a Status answer.
+func statusOf(t *testing.T, w *httptest.ResponseRecorder) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Kind != "Status" {
+		t.Fatalf("not a Status (%v): %s", err, w.Body)
+	}
+	return st
+}
+
+func TestWithTimeout(t *testing.T) {
+	get := auth.Attributes{Verb: "get", ResourceRequest: true, Resource: "leases", Namespace: "a", Name: "x"}
+	create := auth.Attributes{Verb: "create", ResourceRequest: true, Resource: "leases", Namespace: "a"}
+
+	t.Run("a handler past its deadline gets a 504", func(t *testing.T) {
+		for _, tc := range []struct {
+			attrs   auth.Attributes
+			message string
+		}{
+			{get, "Timeout: request did not complete within the allotted timeout"},
+			{create, "Timeout: request did not complete within requested timeout - context deadline exceeded"},
+		} {
+			s := newBareServer(t)
+			release, handled := make(chan struct{}), make(chan error, 1)
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/apis/x?timeout=1ms", nil)
+			s.withTimeout(w, req, tc.attrs, func(w http.ResponseWriter, r *http.Request) {
+				<-r.Context().Done()
+				<-release
+				w.Header().Set("X-Late", "1")
+				_, err := w.Write([]byte("late"))
+				handled <- err
+			})
+			if w.Code != http.StatusGatewayTimeout {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+			if st := statusOf(t, w); st.Reason != metav1.StatusReasonTimeout || st.Message != tc.message {
+				t.Errorf("status %+v", st)
+			}
+			close(release)
+			if err := <-handled; !errors.Is(err, http.ErrHandlerTimeout) {
+				t.Errorf("late write: %v", err)
+			}
+			s.Wait()
+			if w.Header().Get("X-Late") != "" || strings.Contains(w.Body.String(), "late") {
+				t.Error("the late handler's answer reached the client")
+			}
+		}
+	})
+
+	// In a synctest bubble the deadline passes only once the handler
+	// blocks, after it has begun its answer.
+	t.Run("an answer begun may finish", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newBareServer(t)
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/apis/x?timeout=1s", nil)
+			s.withTimeout(w, req, get, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				<-r.Context().Done()
+				_, _ = w.Write([]byte("done"))
+			})
+			if w.Code != http.StatusOK || w.Body.String() != "done" {
+				t.Fatalf("%d %q", w.Code, w.Body)
+			}
+		})
+	})
+
+	t.Run("an answer begun and not finished breaks the connection", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newBareServer(t)
+			release := make(chan struct{})
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/apis/x?timeout=1s", nil)
+			p := func() (p any) {
+				defer func() { p = recover() }()
+				s.withTimeout(w, req, get, func(w http.ResponseWriter, r *http.Request) {
+					w.WriteHeader(http.StatusOK)
+					<-release
+				})
+				return nil
+			}()
+			close(release)
+			if p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
+				t.Fatalf("panic %v, want http.ErrAbortHandler", p)
+			}
+		})
+	})
+
+	t.Run("a panic is a 500", func(t *testing.T) {
+		s := newBareServer(t)
+		w := httptest.NewRecorder()
+		s.withTimeout(w, httptest.NewRequest("GET", "/apis/x", nil), get, func(http.ResponseWriter, *http.Request) {
+			panic("boom")
+		})
+		if w.Code != http.StatusInternalServerError {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		if st := statusOf(t, w); st.Reason != metav1.StatusReasonInternalError {
+			t.Errorf("status %+v", st)
+		}
+	})
+
+	t.Run("a bad timeout is a 400", func(t *testing.T) {
+		s := newBareServer(t)
+		w := httptest.NewRecorder()
+		s.withTimeout(w, httptest.NewRequest("GET", "/apis/x?timeout=soon", nil), get, func(http.ResponseWriter, *http.Request) {
+			t.Error("handler ran")
+		})
+		st := statusOf(t, w)
+		if w.Code != http.StatusBadRequest || !strings.HasPrefix(st.Message, "invalid timeout specified in the request URL - ") {
+			t.Errorf("%d %+v", w.Code, st)
+		}
+	})
+
+	t.Run("deadlines", func(t *testing.T) {
+		s := newBareServer(t)
+		for _, tc := range []struct {
+			query string
+			attrs auth.Attributes
+			want  string
+		}{
+			{"", get, "1m0s"},
+			{"", create, "34s"},
+			{"timeout=5s", get, "5s"},
+			{"timeout=5s", create, "5s"},
+			{"timeout=2m", get, "1m0s"},
+			{"timeout=0s", create, "34s"},
+			{"", auth.Attributes{Verb: "post", Path: "/x"}, "1m0s"},
+		} {
+			d, err := s.requestTimeout(httptest.NewRequest("GET", "/x?"+tc.query, nil), tc.attrs)
+			if err != nil || d.String() != tc.want {
+				t.Errorf("%q %s: %v %v, want %s", tc.query, tc.attrs.Verb, d, err, tc.want)
+			}
+		}
+	})
+
+	t.Run("the handler gets its own request", func(t *testing.T) {
+		s := newBareServer(t)
+		req := httptest.NewRequest("GET", "/apis/x", nil)
+		req.Header.Set("Authorization", "Bearer x")
+		s.withTimeout(httptest.NewRecorder(), req, get, func(_ http.ResponseWriter, r *http.Request) {
+			r.Header.Del("Authorization")
+			if _, ok := r.Context().Deadline(); !ok {
+				t.Error("no deadline")
+			}
+		})
+		if req.Header.Get("Authorization") == "" {
+			t.Error("the handler changed the server's request")
+		}
+	})
+}
+
+func TestTooManyRequestsAnswer(t *testing.T) {
+	w := httptest.NewRecorder()
+	tooManyRequests(w)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" ||
+		w.Body.String() != "Too many requests, please try again later.\n" || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		t.Errorf("%d %v %q", w.Code, w.Header(), w.Body)
+	}
+}
