@@ -18,27 +18,64 @@ import (
 
 // Env is what every scenario works with.
 type Env struct {
-	// Config is the REST config of the server under test.
+	// Config is the REST config of the server under test; with several
+	// servers, the first one's.
 	Config *rest.Config
+	// Configs are the REST configs of every server under test (replicas of
+	// one leasehold sharing a store): a scenario's simulated clients are
+	// spread over them round-robin. Configs[0] is Config.
+	Configs []*rest.Config
 	// PID, when non-zero, is the server process, sampled for CPU and RSS.
 	PID int
 	Out io.Writer
 }
 
-// NewEnv loads a kubeconfig.
+// NewEnv loads a kubeconfig, or several separated by commas: the
+// kubeconfigs of replicas of one leasehold, whose servers the simulated
+// clients are then spread over. A path that exists as given is one
+// kubeconfig, commas and all.
 func NewEnv(kubeconfig string, pid int, out io.Writer) (*Env, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
+	paths := []string{kubeconfig}
+	if _, err := os.Stat(kubeconfig); err != nil && strings.Contains(kubeconfig, ",") {
+		paths = nil
+		for _, p := range strings.Split(kubeconfig, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				paths = append(paths, p)
+			}
+		}
 	}
-	cfg.QPS, cfg.Burst = -1, 0
-	return &Env{Config: cfg, PID: pid, Out: out}, nil
+	e := &Env{PID: pid, Out: out}
+	for _, p := range paths {
+		cfg, err := clientcmd.BuildConfigFromFlags("", p)
+		if err != nil {
+			return nil, err
+		}
+		cfg.QPS, cfg.Burst = -1, 0
+		e.Configs = append(e.Configs, cfg)
+	}
+	if len(e.Configs) == 0 {
+		return nil, fmt.Errorf("no kubeconfig in %q", kubeconfig)
+	}
+	e.Config = e.Configs[0]
+	return e, nil
 }
 
-// client returns a protobuf clientset with its own connection, so that
-// simulated clients do not share one HTTP/2 connection.
-func (e *Env) client() (kubernetes.Interface, error) {
-	cfg := rest.CopyConfig(e.Config)
+// configFor is the REST config of simulated client i: the servers in turn.
+func (e *Env) configFor(i int) *rest.Config {
+	if len(e.Configs) == 0 {
+		return e.Config
+	}
+	return e.Configs[i%len(e.Configs)]
+}
+
+// client returns a protobuf clientset of the first server with its own
+// connection, so that simulated clients do not share one HTTP/2
+// connection.
+func (e *Env) client() (kubernetes.Interface, error) { return e.clientFor(0) }
+
+// clientFor is client for simulated client i, on configFor(i)'s server.
+func (e *Env) clientFor(i int) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(e.configFor(i))
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	// A Proxy function keeps client-go from sharing a cached transport, so

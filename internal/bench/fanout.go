@@ -67,7 +67,7 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := watchRaw(wctx, e.Config, fc.Namespace, cur.ResourceVersion, fc.Protobuf, connected, func(r receipt) {
+			err := watchRaw(wctx, e.configFor(i), fc.Namespace, cur.ResourceVersion, fc.Protobuf, connected, func(r receipt) {
 				received[i] = append(received[i], r)
 			})
 			if err != nil && wctx.Err() == nil {

@@ -23,7 +23,7 @@ func Fill(ctx context.Context, e *Env, namespace string, n, clients int) error {
 	var errOnce sync.Once
 	var wg sync.WaitGroup
 	for w := range clients {
-		c, err := e.client()
+		c, err := e.clientFor(w)
 		if err != nil {
 			return err
 		}

@@ -13,16 +13,19 @@ import (
 // Renew has each of clients hold leases/clients leases and renew them as
 // fast as it can for duration, as leader-election holders do (an update
 // carrying the last resourceVersion), and reports the renew rate and
-// latency. The leases are the ones Fill creates.
+// latency. The leases are the ones Fill creates. With several servers the
+// clients are spread over them, and each server's share is reported too.
 func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, duration time.Duration) error {
 	proc := StartSampling(e.PID)
+	servers := max(len(e.Configs), 1)
 	var mu sync.Mutex
 	var all Latencies
+	perServer := make([]Latencies, servers)
 	var firstErr error
 	var wg sync.WaitGroup
 	end := time.Now().Add(duration)
 	for w := range clients {
-		c, err := e.client()
+		c, err := e.clientFor(w)
 		if err != nil {
 			return err
 		}
@@ -32,7 +35,12 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 			api := c.CoordinationV1().Leases(namespace)
 			held := map[string]*coordinationv1.Lease{}
 			var lat Latencies
-			defer func() { mu.Lock(); all = append(all, lat...); mu.Unlock() }()
+			defer func() {
+				mu.Lock()
+				all = append(all, lat...)
+				perServer[w%servers] = append(perServer[w%servers], lat...)
+				mu.Unlock()
+			}()
 			for i := w; time.Now().Before(end) && ctx.Err() == nil; i += clients {
 				if i >= leases {
 					i = w
@@ -66,6 +74,12 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 		return firstErr
 	}
 	fmt.Fprintf(e.Out, "renew: %d clients over %d leases: %.0f renews/s; latency %s\n", clients, leases, float64(len(all))/duration.Seconds(), all)
+	if servers > 1 {
+		for i, lat := range perServer {
+			fmt.Fprintf(e.Out, "renew: through %s (%d clients): %.0f renews/s; latency %s\n",
+				e.Configs[i].Host, (clients+servers-1-i)/servers, float64(len(lat))/duration.Seconds(), lat)
+		}
+	}
 	if proc != nil {
 		fmt.Fprintln(e.Out, proc.Report())
 	}

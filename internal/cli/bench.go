@@ -28,7 +28,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "./leasehold-data/admin.kubeconfig", "kubeconfig of the server under test")
+	kubeconfig := fs.String("kubeconfig", "./leasehold-data/admin.kubeconfig", "kubeconfig of the server under test; several, comma-separated, spread the clients over replicas")
 	pid := fs.Int("server-pid", 0, "pid of the server process, to report its CPU and memory (Linux)")
 	namespace := fs.String("namespace", "default", "namespace to work in")
 	var run func(e *bench.Env) error
