@@ -159,11 +159,15 @@ func (p *inProcess) checkAnswer(tb testing.TB, w *httptest.ResponseRecorder, req
 // patch whose directive has the wrong type, such as
 // {"metadata":{"$setElementOrder":{}}} (strategicpatch's ErrBadArgType,
 // which kube-apiserver's interpretStrategicMergePatchError passes through
-// as a 500; kubernetes/kubernetes#79210 is the same class).
+// as a 500; kubernetes/kubernetes#79210 is the same class), or whose
+// directive names a field the type lacks, such as
+// {"metadata":{"$setElementOrder/0":[]}} (strategicpatch's lookup of the
+// field's patch strategy fails, passed through the same way).
 func knownInternalError(msg string) bool {
 	return strings.Contains(msg, "resourceVersion should not be set on objects to be created") ||
 		strings.HasPrefix(msg, "failed to create typed patch object (") ||
-		badArgType.MatchString(msg)
+		badArgType.MatchString(msg) ||
+		strings.HasPrefix(msg, "unable to find api field in struct ")
 }
 
 // badArgType is the message of strategicpatch's mergepatch.ErrBadArgType.
