@@ -9,7 +9,8 @@ import (
 type AuthenticatorConfig struct {
 	// ClientCAs verify client certificates; nil disables them.
 	ClientCAs *CABundle
-	// Tokens authenticate bearer tokens; nil disables them.
+	// Tokens authenticate bearer tokens; with nil, every bearer token is
+	// refused.
 	Tokens *TokenFile
 	// Anonymous lets requests without credentials in as system:anonymous
 	// (kube-apiserver's --anonymous-auth).
@@ -54,14 +55,17 @@ func (a *Authenticator) Authenticate(req *http.Request) (User, bool, error) {
 			return withAuthenticatedGroup(u), true, nil
 		}
 	}
-	if a.tokens != nil {
-		if token, ok := bearerToken(req); ok {
+	// A bearer token nobody recognises is refused, with or without a
+	// token file: a client whose token was revoked or mistyped must not
+	// carry on as system:anonymous.
+	if token, ok := bearerToken(req); ok {
+		if a.tokens != nil {
 			if u, ok := a.tokens.Lookup(token); ok {
 				req.Header.Del("Authorization")
 				return withAuthenticatedGroup(u), true, nil
 			}
-			errs = append(errs, errInvalidToken)
 		}
+		errs = append(errs, errInvalidToken)
 	}
 	if len(errs) > 0 {
 		return User{}, false, errors.Join(errs...)

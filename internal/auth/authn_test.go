@@ -356,12 +356,13 @@ func TestAuthenticatorChain(t *testing.T) {
 	untrusted := newCA(t, "other").issue(pkix.Name{CommonName: "mallory"}, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, false).cert
 
 	cases := []struct {
-		name      string
-		anonymous bool
-		certs     []*x509.Certificate
-		header    string
-		want      User
-		ok, err   bool
+		name        string
+		anonymous   bool
+		noTokenFile bool
+		certs       []*x509.Certificate
+		header      string
+		want        User
+		ok, err     bool
 	}{
 		{name: "nothing", ok: false},
 		{name: "nothing, anonymous allowed", anonymous: true, ok: true, want: User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}},
@@ -376,10 +377,16 @@ func TestAuthenticatorChain(t *testing.T) {
 		{name: "certificate wins over a bad token", certs: []*x509.Certificate{cert}, header: "Bearer bad", ok: true, want: User{Name: "carol", Groups: []string{"ops", "system:authenticated"}}},
 		{name: "token wins over an untrusted certificate", certs: []*x509.Certificate{untrusted}, header: "Bearer master", ok: true, want: User{Name: "root", UID: "uid-r", Groups: []string{"system:masters", "system:authenticated"}}},
 		{name: "untrusted certificate, anonymous allowed", anonymous: true, certs: []*x509.Certificate{untrusted}, err: true},
+		{name: "any token without a token file, anonymous allowed", noTokenFile: true, anonymous: true, header: "Bearer good", err: true},
+		{name: "no token without a token file, anonymous allowed", noTokenFile: true, anonymous: true, ok: true, want: User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := NewAuthenticator(AuthenticatorConfig{ClientCAs: bundle, Tokens: tokens, Anonymous: tc.anonymous})
+			cfg := AuthenticatorConfig{ClientCAs: bundle, Tokens: tokens, Anonymous: tc.anonymous}
+			if tc.noTokenFile {
+				cfg.Tokens = nil
+			}
+			a := NewAuthenticator(cfg)
 			req := requestWithCerts(tc.certs...)
 			if tc.header != "" {
 				req.Header.Set("Authorization", tc.header)

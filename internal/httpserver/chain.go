@@ -66,7 +66,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, a 
 	if s.serveReview(w, req) {
 		return
 	}
-	if err := s.serveAPI(w, req); err != nil {
+	if err := s.serveAPI(w, req, a); err != nil {
 		s.writeError(w, req, err)
 	}
 }

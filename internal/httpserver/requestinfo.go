@@ -2,7 +2,7 @@ package httpserver
 
 import (
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +30,10 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 // path (discovery documents, unknown prefixes).
 func parseResourcePath(req *http.Request) (info requestInfo, ok bool) {
 	parts := splitPath(req.URL.Path)
+	if slices.Contains(parts, "") {
+		// No route has an empty segment (a//b).
+		return info, false
+	}
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
 		info.version = parts[1]
@@ -44,12 +48,15 @@ func parseResourcePath(req *http.Request) (info requestInfo, ok bool) {
 		info.watchPath = true
 		parts = parts[1:]
 	}
+	// scoped is set when the path goes on below namespaces/{ns}/.
+	scoped := false
 	if len(parts) > 0 && parts[0] == "namespaces" && len(parts) > 1 {
 		info.namespace = parts[1]
 		// namespaces/{ns}/{resource}... unless it is the namespace's own
 		// subresource (namespaces/{name}/status).
 		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
 			parts = parts[2:]
+			scoped = true
 		}
 	}
 	if len(parts) == 0 || len(parts) > 3 {
@@ -62,8 +69,12 @@ func parseResourcePath(req *http.Request) (info requestInfo, ok bool) {
 	if len(parts) == 3 {
 		info.subresource = parts[2]
 	}
-	if info.resource == "namespaces" {
-		// A namespace path names the namespace itself.
+	if info.resource == "namespaces" && !scoped {
+		// A namespace path names the namespace itself. Below another
+		// namespace (namespaces/{ns}/namespaces/...) it keeps that
+		// namespace, so the route check refuses it as kube-apiserver's
+		// router does: authorization saw namespace {ns}, not the one
+		// named after it.
 		info.name, info.namespace = info.namespace, ""
 		if len(parts) >= 2 {
 			info.name = parts[1]
@@ -72,11 +83,14 @@ func parseResourcePath(req *http.Request) (info requestInfo, ok bool) {
 
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
+		// As kube-apiserver: a named GET is a get whatever ?watch says.
 		switch {
-		case info.watchPath || isWatch(req):
+		case info.watchPath:
 			info.verb = "watch"
 		case info.name != "":
 			info.verb = "get"
+		case isWatch(req):
+			info.verb = "watch"
 		default:
 			info.verb = "list"
 		}
@@ -96,12 +110,12 @@ func parseResourcePath(req *http.Request) (info requestInfo, ok bool) {
 	return info, true
 }
 
+// isWatch reads the watch parameter as apimachinery's parameter codec
+// does, and so as authorization and kube-apiserver's handlers do: present
+// with any value but "0" or "false" (even empty) means true.
 func isWatch(req *http.Request) bool {
-	if !strings.Contains(req.URL.RawQuery, "watch") {
-		return false
-	}
-	b, _ := strconv.ParseBool(req.URL.Query().Get("watch"))
-	return b
+	v := req.URL.Query()["watch"]
+	return len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
 }
 
 func splitPath(p string) []string {

@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -172,7 +173,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.serveChain(w, req)
 }
 
-func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {
+// serveAPI serves a request authorized as a.
+func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, a auth.Attributes) error {
 	if s.serveDiscovery(w, req) {
 		return nil
 	}
@@ -196,6 +198,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {
 	}
 	if err := s.checkRoute(res, info); err != nil {
 		return err
+	}
+	if !routedAsAuthorized(a, info) {
+		s.log.Warn("route and authorization disagree; refused", "method", req.Method, "uri", req.URL.RequestURI(),
+			"authorized", fmt.Sprintf("%s %s/%s %s/%s/%s", a.Verb, a.APIGroup, a.Resource, a.Namespace, a.Name, a.Subresource),
+			"routed", fmt.Sprintf("%s %s/%s %s/%s/%s", info.verb, info.group, info.resource, info.namespace, info.name, info.subresource))
+		return notFoundPath()
 	}
 	ctx := req.Context()
 	timeout := s.cfg.RequestTimeout
@@ -230,6 +238,24 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) error {
 	return methodNotAllowed()
 }
 
+// routedAsAuthorized reports whether the route serves what authorization
+// decided on. The two read the path separately, one as kube-apiserver's
+// RequestInfoFactory, the other as its router, and the first is lenient
+// because kube-apiserver's router refuses what it does not register; a
+// request they read differently is refused rather than served.
+func routedAsAuthorized(a auth.Attributes, info requestInfo) bool {
+	ns := info.namespace
+	if info.resource == "namespaces" {
+		ns = info.name // kube-apiserver's quirk: a namespace is its own namespace
+	}
+	// A list or watch whose field selector fixes metadata.name is
+	// authorized with that name.
+	sameName := a.Name == info.name || info.name == "" && (info.verb == "list" || info.verb == "watch")
+	return a.ResourceRequest && a.APIGroup == info.group && a.APIVersion == info.version &&
+		a.Resource == info.resource && a.Subresource == info.subresource &&
+		a.Namespace == ns && sameName && a.Verb == info.verb
+}
+
 // checkRoute rejects paths that name no route of the resource, with 404
 // or 405 as kube-apiserver's router does.
 func (s *Server) checkRoute(res *resources.Resource, info requestInfo) error {
@@ -238,6 +264,15 @@ func (s *Server) checkRoute(res *resources.Resource, info requestInfo) error {
 	}
 	if res.Namespaced && info.name != "" && info.namespace == "" {
 		return notFoundPath()
+	}
+	if info.watchPath {
+		// Only GETs of collections and objects live under /watch/.
+		if info.subresource != "" {
+			return notFoundPath()
+		}
+		if info.verb != "watch" {
+			return methodNotAllowed()
+		}
 	}
 	if info.subresource != "" {
 		if _, ok := res.Subresources[info.subresource]; !ok {
@@ -253,9 +288,6 @@ func (s *Server) checkRoute(res *resources.Resource, info requestInfo) error {
 			return methodNotAllowed()
 		}
 		return nil
-	}
-	if info.watchPath && info.verb != "watch" {
-		return methodNotAllowed()
 	}
 	switch info.verb {
 	case "":

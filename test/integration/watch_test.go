@@ -173,8 +173,14 @@ func TestWatchSingleObjectPath(t *testing.T) {
 	if r.code != 200 || string(r.body) == "" || indexOf(string(r.body), `"name":"l000"`) >= 0 || indexOf(string(r.body), `"name":"l001"`) < 0 {
 		t.Errorf("single-object watch: %d %s", r.code, r.body)
 	}
-	r = do(t, s, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l001?watch=true&fieldSelector=metadata.name%3Dl000", nil, "")
+	r = do(t, s, "GET", "/apis/coordination.k8s.io/v1/watch/namespaces/default/leases/l001?fieldSelector=metadata.name%3Dl000", nil, "")
 	if r.code != 400 || r.status(t)["message"] != "fieldSelector metadata.name doesn't match requested name" {
 		t.Errorf("mismatched name: %d %s", r.code, r.body)
+	}
+	// An object's own path is a get whatever ?watch says, as
+	// kube-apiserver routes it.
+	r = do(t, s, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l001?watch=true", nil, "")
+	if r.code != 200 || indexOf(string(r.body), `"kind":"Lease"`) < 0 {
+		t.Errorf("named GET with watch=true: %d %s", r.code, r.body)
 	}
 }
