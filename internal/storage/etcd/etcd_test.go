@@ -266,15 +266,18 @@ func TestUnreachable(t *testing.T) {
 	for _, tc := range calls {
 		t.Run(tc.name+"/caller deadline", func(t *testing.T) {
 			const deadline = 300 * time.Millisecond
+			start := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, deadline)
 			defer cancel()
-			start := time.Now()
 			err := tc.call(cctx)
 			took := time.Since(start)
 			if !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want ErrUnavailable and DeadlineExceeded", err)
 			}
-			if took < deadline || took > deadline+time.Second {
+			// gRPC may give up a little before the deadline (it was seen
+			// 1 ms early): the point is that it neither fails at once
+			// nor waits past it.
+			if took < deadline-50*time.Millisecond || took > deadline+time.Second {
 				t.Errorf("returned after %v, want about %v", took, deadline)
 			}
 		})
@@ -285,7 +288,7 @@ func TestUnreachable(t *testing.T) {
 			if !errors.Is(err, storage.ErrUnavailable) {
 				t.Errorf("got %v, want ErrUnavailable", err)
 			}
-			if took < requestTimeout || took > requestTimeout+time.Second {
+			if took < requestTimeout-50*time.Millisecond || took > requestTimeout+time.Second {
 				t.Errorf("returned after %v, want about the request timeout %v", took, requestTimeout)
 			}
 		})
