@@ -155,7 +155,10 @@ func (p *inProcess) checkAnswer(tb testing.TB, w *httptest.ResponseRecorder, req
 // knownInternalError lists the 500s kube-apiserver answers too: on
 // purpose (a create with a resourceVersion), or by known bugs: an apply
 // naming a field the schema lacks (kubernetes/kubernetes#139253, to
-// become a 400 with kubernetes/kubernetes#139255), and a strategic merge
+// become a 400 with kubernetes/kubernetes#139255) or giving a field a
+// value of the wrong type that the schema lets through (a number for
+// spec.renewTime: managedfields fails converting the result back, and
+// kube-apiserver passes that on as a 500), and a strategic merge
 // patch whose directive has the wrong type, such as
 // {"metadata":{"$setElementOrder":{}}} (strategicpatch's ErrBadArgType,
 // which kube-apiserver's interpretStrategicMergePatchError passes through
@@ -166,6 +169,7 @@ func (p *inProcess) checkAnswer(tb testing.TB, w *httptest.ResponseRecorder, req
 func knownInternalError(msg string) bool {
 	return strings.Contains(msg, "resourceVersion should not be set on objects to be created") ||
 		strings.HasPrefix(msg, "failed to create typed patch object (") ||
+		strings.HasPrefix(msg, "failed to convert new object (") ||
 		badArgType.MatchString(msg) ||
 		strings.HasPrefix(msg, "unable to find api field in struct ")
 }
