@@ -79,7 +79,7 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 			err = fmt.Errorf("%v: unimplemented patch type", patchType)
 		}
 		if err != nil {
-			return nil, err
+			return nil, patchApplicationError(patchType, err)
 		}
 		result.Warnings = append(result.Warnings, warnings...)
 		if patchType != types.ApplyYAMLPatchType {
@@ -102,6 +102,24 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 	}
 	result.Object = out
 	return result, nil
+}
+
+// patchApplicationError answers an error of the patch libraries that is
+// not already a Status. Their errors come from the patch and the object
+// alone, so they are the client's: an apply is answered 400, as
+// kube-apiserver intends to (kubernetes/kubernetes#139255), and the other
+// patch types 422, as a JSON patch that cannot apply. kube-apiserver
+// passes some of them on as 500s: a strategic merge directive of the
+// wrong type or naming a missing field, an apply naming a field the
+// schema lacks or giving one a value of the wrong type.
+func patchApplicationError(patchType types.PatchType, err error) error {
+	if _, ok := err.(apierrors.APIStatus); ok || errors.As(err, new(apierrors.APIStatus)) {
+		return err
+	}
+	if patchType == types.ApplyYAMLPatchType {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 }
 
 // checkPatchSyntax rejects a body that is not JSON (or, for apply, YAML)
