@@ -23,8 +23,12 @@ func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 		return nil, err
 	}
 	if rv := m.GetResourceVersion(); rv != "" {
-		// Clearing it would write to a shared object; encode a copy.
-		typed = typed.DeepCopyObject()
+		// Clearing it would write to a shared object (often the watch
+		// cache's); a shallow copy has its own ObjectMeta, since every
+		// API type embeds it by value.
+		if typed, err = shallowCopy(typed); err != nil {
+			return nil, err
+		}
 		m, _ = meta.Accessor(typed)
 		m.SetResourceVersion("")
 	}

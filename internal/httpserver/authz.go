@@ -99,10 +99,7 @@ func requestAttributes(req *http.Request) auth.Attributes {
 		var opts metainternalversion.ListOptions
 		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 			// As kube-apiserver: a list, unless watch is set.
-			opts = metainternalversion.ListOptions{}
-			if v := req.URL.Query()["watch"]; len(v) > 0 && !strings.EqualFold(v[0], "false") && v[0] != "0" {
-				opts.Watch = true
-			}
+			opts = metainternalversion.ListOptions{Watch: isWatch(req)}
 		}
 		a.Verb = "list"
 		if opts.Watch {

@@ -100,11 +100,8 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *resources
 	if err != nil {
 		return err
 	}
-	namespace := info.namespace
-	if !res.Namespaced {
-		namespace = ""
-	}
-	result, err := s.reg.Create(req.Context(), res, namespace, obj, registry.WriteOptions{
+	// checkRoute refused a cluster-scoped resource below a namespace.
+	result, err := s.reg.Create(req.Context(), res, info.namespace, obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(warnings, result.Warnings...))
 	if err != nil {

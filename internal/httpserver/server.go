@@ -1,7 +1,6 @@
 package httpserver
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -205,18 +204,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, a auth.Attri
 			"routed", fmt.Sprintf("%s %s/%s %s/%s/%s", info.verb, info.group, info.resource, info.namespace, info.name, info.subresource))
 		return notFoundPath()
 	}
-	ctx := req.Context()
-	timeout := s.cfg.RequestTimeout
-	switch info.verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		timeout = s.cfg.WriteTimeout
-	}
-	if info.verb != "watch" {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-		req = req.WithContext(ctx)
-	}
+	// The request's deadline is already set: withTimeout (serveChain).
 	switch info.verb {
 	case "get":
 		return s.get(w, req, res, info)

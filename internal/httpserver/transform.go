@@ -169,16 +169,30 @@ func partial(obj resources.Object, t *codec.Transform) *metav1.PartialObjectMeta
 
 // table builds the server-side table of objs (kube-apiserver's asTable).
 func (s *Server) table(req *http.Request, res *resources.Resource, t *codec.Transform, objs []resources.Object, lm metav1.ListMeta) (*metav1.Table, error) {
+	opts, err := tableOptions(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.buildTable(res, t, opts, objs, lm)
+}
+
+// tableOptions decodes and validates a request's TableOptions.
+func tableOptions(req *http.Request) (metav1.TableOptions, error) {
 	var opts metav1.TableOptions
 	if err := decodeParams(req, &opts); err != nil {
-		return nil, err
+		return opts, err
 	}
 	if errs := metav1validation.ValidateTableOptions(&opts); len(errs) > 0 {
 		if len(errs) == 1 {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
 		}
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs))
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs))
 	}
+	return opts, nil
+}
+
+// buildTable makes the Table of objs with options already validated.
+func (s *Server) buildTable(res *resources.Resource, t *codec.Transform, opts metav1.TableOptions, objs []resources.Object, lm metav1.ListMeta) (*metav1.Table, error) {
 	table := &metav1.Table{ListMeta: lm, Rows: make([]metav1.TableRow, 0, len(objs))}
 	table.APIVersion = "meta.k8s.io/" + t.Version
 	table.Kind = "Table"

@@ -42,10 +42,9 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res *resources.
 	opts.Watch = true
 	var tableOpts metav1.TableOptions
 	if out.Transform != nil && out.Transform.Kind == "Table" {
-		if _, err := s.table(req, res, out.Transform, nil, metav1.ListMeta{}); err != nil {
+		if tableOpts, err = tableOptions(req); err != nil {
 			return err
 		}
-		_ = decodeParams(req, &tableOpts)
 	}
 	timeout := s.cfg.MinWatchTimeout + time.Duration(rand.Int64N(int64(s.cfg.MinWatchTimeout)))
 	if opts.TimeoutSeconds != nil {
@@ -244,7 +243,7 @@ func (st *stream) transformed(obj resources.Object) runtime.Object {
 }
 
 func (st *stream) encodeTableEvent(ev *watchcache.Event) ([]byte, error) {
-	table, err := st.s.table(st.req, st.res, st.out.Transform, []resources.Object{ev.Object.Obj}, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ev.Rev, 10)})
+	table, err := st.s.buildTable(st.res, st.out.Transform, st.tableOpts, []resources.Object{ev.Object.Obj}, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ev.Rev, 10)})
 	if err != nil {
 		return nil, err
 	}

@@ -79,9 +79,10 @@ func (r *Registry) Delete(ctx context.Context, res *resources.Resource, namespac
 		}
 		kv, err := r.store.Delete(ctx, key, cur.rev)
 		if err == nil {
-			obj := cur.obj.DeepCopyObject().(resources.Object)
-			obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
-			return DeleteResult{Object: obj, Deleted: true}, nil
+			// cur was decoded from storage for this call (storedCurrent,
+			// fromConflict): it is ours to change.
+			cur.obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+			return DeleteResult{Object: cur.obj, Deleted: true}, nil
 		}
 		var ce *storage.ConflictError
 		switch {

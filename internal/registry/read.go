@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -239,12 +240,7 @@ func (r *Registry) selector(res *resources.Resource, namespace string, opts *met
 }
 
 func supportsFieldLabel(res *resources.Resource, label string) bool {
-	for _, l := range res.FieldLabels {
-		if l == label {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(res.FieldLabels, label)
 }
 
 // fieldLabelError words an unsupported field label as kube-apiserver's

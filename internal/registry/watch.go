@@ -16,7 +16,6 @@ import (
 // WatchStart is where a watch begins: optional initial ADDED events for the
 // objects of a state, then every change the cursor reads.
 type WatchStart struct {
-	Cache    *watchcache.Cache
 	Selector watchcache.Selector
 	// Initial, when set, is sent first as ADDED events.
 	Initial *watchcache.State
@@ -51,7 +50,7 @@ func (r *Registry) Watch(ctx context.Context, res *resources.Resource, namespace
 		return nil, err
 	}
 	c := r.cache(res)
-	ws := &WatchStart{Cache: c, Selector: sel}
+	ws := &WatchStart{Selector: sel}
 	fromState := func() error {
 		s, err := r.stateNotOlderThan(ctx, c, opts.ResourceVersion, rv)
 		if err != nil {
