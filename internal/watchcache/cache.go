@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,11 +212,19 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		c.shareLabels(c.labels, o)
+		if hadPrev && maps.Equal(prev.Labels, o.Labels) {
+			// The usual update (a renewal): keep the shared set as it is.
+			o.Labels = prev.Labels
+			o.Obj.SetLabels(prev.Labels)
+		} else {
+			c.shareLabels(c.labels, o)
+			if hadPrev {
+				c.labels.release(prev.Labels)
+			}
+		}
 		c.work.ReplaceOrInsert(o)
 		out = Event{Type: watch.Added, Object: o, Rev: ev.Revision}
 		if hadPrev {
-			c.labels.release(prev.Labels)
 			out.Type, out.Prev = watch.Modified, prev
 		}
 	case storage.EventDelete:
@@ -224,12 +233,9 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 		}
 		c.work.Delete(prev)
 		c.labels.release(prev.Labels)
-		// The DELETED event carries the last state at the delete revision.
-		o, err := c.decode(ev.KV.Key, ev.KV.Value, ev.Revision)
-		if err != nil {
-			return Event{}, err
-		}
-		out = Event{Type: watch.Deleted, Object: o, Prev: prev, Rev: ev.Revision}
+		// The DELETED event carries the last state at the delete revision:
+		// prev, already decoded.
+		out = Event{Type: watch.Deleted, Object: prev.atRevision(ev.Revision), Prev: prev, Rev: ev.Revision}
 	default:
 		return Event{}, fmt.Errorf("watchcache: unexpected event type %d", ev.Type)
 	}
