@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -60,9 +61,15 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 				l.Spec.RenewTime = &now
 				t := time.Now()
 				out, err := api.Update(ctx, l, metav1.UpdateOptions{})
-				if err != nil {
+				switch {
+				case apierrors.IsConflict(err):
 					delete(held, name) // someone else renewed it: read it again
 					continue
+				case err != nil:
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
 				}
 				lat = append(lat, time.Since(t))
 				held[name] = out

@@ -33,13 +33,6 @@ type Bundle struct {
 	AdminKubeconfig string
 }
 
-// CAPool returns a pool holding the CA.
-func (b *Bundle) CAPool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(b.CACert)
-	return p
-}
-
 const (
 	caValidity     = 10 * 365 * 24 * time.Hour
 	leafValidity   = 365 * 24 * time.Hour

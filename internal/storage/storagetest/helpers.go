@@ -228,26 +228,6 @@ func (r *eventReader) waitClosed() error {
 	}
 }
 
-// eventView is what the suite compares of an event: everything but the
-// revisions it cannot know in advance, which are checked separately.
-type eventView struct {
-	Type      storage.EventType
-	Key       string
-	Value     string
-	PrevValue *string
-}
-
-func viewOf(ev storage.Event) eventView {
-	v := eventView{Type: ev.Type, Key: ev.KV.Key, Value: string(ev.KV.Value)}
-	if ev.PrevValue != nil {
-		p := string(ev.PrevValue)
-		v.PrevValue = &p
-	}
-	return v
-}
-
-func ptr(s string) *string { return &s }
-
 // unboundedWatch consumes a watch as fast as the engine delivers and queues
 // the events in memory, so that a test which reads them only later does not
 // turn into a slow watcher that the engine may rightly cancel.
