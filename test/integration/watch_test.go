@@ -153,8 +153,11 @@ func TestWatchStartingPoints(t *testing.T) {
 		t.Error("watch went on after the 410")
 	}
 
-	// timeoutSeconds ends the stream cleanly.
-	w = must[watch.Interface](t)(leases.Watch(ctx, metav1.ListOptions{TimeoutSeconds: ptr[int64](1), ResourceVersion: "0", SendInitialEvents: ptr(false), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}))
+	// timeoutSeconds ends the stream cleanly. (From the latest revision: a
+	// watch from "0" may start at a cache state just before the last
+	// create and rightly deliver it.)
+	last := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{}))
+	w = must[watch.Interface](t)(leases.Watch(ctx, metav1.ListOptions{TimeoutSeconds: ptr[int64](1), ResourceVersion: last.ResourceVersion, SendInitialEvents: ptr(false), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}))
 	select {
 	case ev, ok := <-w.ResultChan():
 		if ok {
