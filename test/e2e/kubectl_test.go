@@ -1163,6 +1163,23 @@ func TestKubectlWatch(t *testing.T) {
 		w.next(`^w1\s+new\s+\d+s$`)
 	})
 
+	t.Run("get lease NAME -w", func(t *testing.T) {
+		// One object: kubectl watches it by name from resourceVersion 0
+		// and drops the synthetic ADDED it expects first, so a server
+		// that did not send it would swallow the first real change.
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		w := k.watch(t, wctx, "get", "lease", "w0", "-w")
+		w.next(`^NAME\s+HOLDER\s+AGE$`)
+		w.next(`^w0\s+second\s+\d+s$`)
+		for _, holder := range []string{"third", "second"} {
+			if _, err := c.CoordinationV1().Leases("default").Patch(ctx, "w0", "application/merge-patch+json", []byte(`{"spec":{"holderIdentity":"`+holder+`"}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			w.next(`^w0\s+` + holder + `\s+\d+s$`)
+		}
+	})
+
 	t.Run("get leases -w -o wide --output-watch-events", func(t *testing.T) {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()

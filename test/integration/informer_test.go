@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -203,3 +204,82 @@ func TestInformersStayInSync(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// legacyListWatch is a lease ListerWatcher that declines streaming lists,
+// as clients before client-go 0.35 (and controllers built on them) do:
+// their reflector lists with resourceVersion=0 in pages of 500, then
+// watches from the list's revision with bookmarks, and lists again after
+// a 410.
+type legacyListWatch struct{ *cache.ListWatch }
+
+func (legacyListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func TestInformerListThenWatch(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t, func(c *server.Config) { c.WatchWindow = 16 })
+	ctx := t.Context()
+	admin := s.Client(t)
+	px := newProxy(t, s.Addr())
+	cfg := rest.CopyConfig(s.ProtoConfig())
+	cfg.Host = "https://" + px.addr()
+	var lists, watches, streaming atomic.Int32
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			q := req.URL.Query()
+			switch {
+			case q.Get("sendInitialEvents") != "":
+				streaming.Add(1)
+			case q.Get("watch") == "true":
+				if q.Get("allowWatchBookmarks") != "true" || q.Get("resourceVersion") == "" {
+					t.Errorf("watch %s: want bookmarks from the list's revision", req.URL.RawQuery)
+				}
+				watches.Add(1)
+			default:
+				if lists.Add(1) == 1 && (q.Get("limit") != "500" || q.Get("resourceVersion") != "0") {
+					t.Errorf("first list %s: want resourceVersion=0 in pages of 500", req.URL.RawQuery)
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	c := kubernetes.NewForConfigOrDie(cfg)
+	lw := legacyListWatch{cache.NewListWatchFromClient(c.CoordinationV1().RESTClient(), "leases", metav1.NamespaceAll, fields.Everything())}
+	inf := cache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, cache.Indexers{})
+	stop := make(chan struct{})
+	defer close(stop)
+	go inf.Run(stop)
+	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	load, cancel := context.WithTimeout(ctx, 2*time.Second)
+	churn(load, t, admin, []string{"default"}, 4)
+	cancel()
+	waitLeasesInSync(t, admin, inf.GetStore())
+
+	// Past the event window while disconnected: 410, then a new list.
+	before := lists.Load()
+	px.cut()
+	for i := range 40 {
+		must[*coordinationv1.Lease](t)(admin.CoordinationV1().Leases("default").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%d", i)}}, metav1.CreateOptions{}))
+	}
+	px.restore()
+	waitLeasesInSync(t, admin, inf.GetStore())
+	if lists.Load() == before {
+		t.Error("no list after the gap: the 410 path was not exercised")
+	}
+	if streaming.Load() != 0 || watches.Load() == 0 {
+		t.Errorf("%d streaming lists, %d watches: want list-then-watch only", streaming.Load(), watches.Load())
+	}
+}
+
+func waitLeasesInSync(t *testing.T, c kubernetes.Interface, store cache.Store) {
+	t.Helper()
+	var diff string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		l := must[*coordinationv1.LeaseList](t)(c.CoordinationV1().Leases("").List(t.Context(), metav1.ListOptions{}))
+		if diff = cmp.Diff(versions(ptrs(l.Items)), storeVersions(store)); diff == "" {
+			return
+		}
+	}
+	t.Fatalf("informer out of sync with a fresh list (-list +informer):\n%s", diff)
+}

@@ -201,3 +201,50 @@ func TestNamespaceLifecycle(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// TestDeletePropagation: kubectl delete --cascade and controller-runtime
+// send propagationPolicy and orphanDependents. With no garbage collector
+// leasehold adds no orphan or foregroundDeletion finalizer (README), so
+// every policy deletes at once; invalid options are kube-apiserver's 422
+// on DeleteOptions, for one object and for a collection.
+func TestDeletePropagation(t *testing.T) {
+	t.Parallel()
+	ts := testserver.Start(t)
+	ctx := t.Context()
+	for enc, c := range ts.Clients(t) {
+		leases := c.CoordinationV1().Leases("default")
+		orphan, foreground, background := metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground, metav1.DeletePropagationBackground
+		for i, opts := range []metav1.DeleteOptions{
+			{PropagationPolicy: &orphan}, {PropagationPolicy: &foreground}, {PropagationPolicy: &background}, {OrphanDependents: ptr(true)},
+		} {
+			name := enc + "-" + string(rune('a'+i))
+			must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}))
+			if err := leases.Delete(ctx, name, opts); err != nil {
+				t.Fatalf("%s: delete %+v: %v", enc, opts, err)
+			}
+			if _, err := leases.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: after delete %+v: %v, want NotFound", enc, opts, err)
+			}
+		}
+
+		// A client's own finalizer holds the object; no other is added.
+		held := enc + "-held"
+		must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: held, Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{}))
+		if err := leases.Delete(ctx, held, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+			t.Fatal(err)
+		}
+		l := must[*coordinationv1.Lease](t)(leases.Get(ctx, held, metav1.GetOptions{}))
+		if l.DeletionTimestamp == nil || len(l.Finalizers) != 1 || l.Finalizers[0] != "example.com/hold" {
+			t.Errorf("%s: held lease: deletionTimestamp %v, finalizers %v", enc, l.DeletionTimestamp, l.Finalizers)
+		}
+
+		bogus := metav1.DeletionPropagation("Bogus")
+		for _, opts := range []metav1.DeleteOptions{{PropagationPolicy: &bogus}, {PropagationPolicy: &orphan, OrphanDependents: ptr(true)}} {
+			se := wantStatus(t, leases.Delete(ctx, held, opts), 422, metav1.StatusReasonInvalid)
+			if se.ErrStatus.Details == nil || se.ErrStatus.Details.Kind != "DeleteOptions" {
+				t.Errorf("%s: delete %+v: details %+v, want kind DeleteOptions", enc, opts, se.ErrStatus.Details)
+			}
+			wantStatus(t, leases.DeleteCollection(ctx, opts, metav1.ListOptions{}), 422, metav1.StatusReasonInvalid)
+		}
+	}
+}

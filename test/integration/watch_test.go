@@ -187,3 +187,45 @@ func TestWatchSingleObjectPath(t *testing.T) {
 		t.Errorf("named GET with watch=true: %d %s", r.code, r.body)
 	}
 }
+
+// TestWatchBookmarks: reflectors and RetryWatcher ask for bookmarks and
+// resume from them. A watch whose selector matches nothing still gets a
+// BOOKMARK carrying a revision that covers the writes it filtered out,
+// shortly before its timeout ends it, as kube-apiserver sends one; the
+// bookmark is an empty Lease with only its resourceVersion.
+func TestWatchBookmarks(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	for enc, c := range s.Clients(t) {
+		leases := c.CoordinationV1().Leases("default")
+		list := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{}))
+		w := must[watch.Interface](t)(leases.Watch(ctx, metav1.ListOptions{
+			ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true, TimeoutSeconds: ptr[int64](3), LabelSelector: "bookmark=test"}))
+		var last *coordinationv1.Lease
+		for i := range 3 {
+			last = must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: enc + "-bm-" + strconv.Itoa(i)}}, metav1.CreateOptions{}))
+		}
+		written := must[int64](t)(strconv.ParseInt(last.ResourceVersion, 10, 64))
+		ev := next(t, w)
+		if ev.Type != watch.Bookmark {
+			t.Fatalf("%s: got %s, want BOOKMARK", enc, ev.Type)
+		}
+		bm, ok := ev.Object.(*coordinationv1.Lease)
+		if !ok || bm.Name != "" || bm.Spec != (coordinationv1.LeaseSpec{}) {
+			t.Fatalf("%s: bookmark object %#v", enc, ev.Object)
+		}
+		if rv := must[int64](t)(strconv.ParseInt(bm.ResourceVersion, 10, 64)); rv < written {
+			t.Errorf("%s: bookmark at %d, before the filtered writes (up to %d)", enc, rv, written)
+		}
+		select {
+		case ev, ok := <-w.ResultChan():
+			if ok {
+				t.Errorf("%s: %s after the bookmark, want the end of the watch", enc, ev.Type)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: watch still open after its timeout", enc)
+		}
+		w.Stop()
+	}
+}
