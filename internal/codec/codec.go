@@ -153,7 +153,7 @@ type Decoded struct {
 // StrictError words a strict decoding failure as kube-apiserver does for
 // fieldValidation=Strict (a 400).
 func (d Decoded) StrictError(body []byte) error {
-	return decodeError(d.strictErr, d.want, &d.GVK, body)
+	return DecodeError(d.strictErr, d.want, &d.GVK, body)
 }
 
 // Decode decodes a request body in the given format into into (a new,
@@ -179,7 +179,7 @@ func (c *Codecs) Decode(info runtime.SerializerInfo, strict bool, body []byte, i
 	if err != nil {
 		se, ok := runtime.AsStrictDecodingError(err)
 		if !ok || obj == nil {
-			return Decoded{}, decodeError(err, want.Kind, gvk, body)
+			return Decoded{}, DecodeError(err, want.Kind, gvk, body)
 		}
 		d.Strict, d.strictErr = se.Errors(), err
 	}
@@ -187,9 +187,9 @@ func (c *Codecs) Decode(info runtime.SerializerInfo, strict bool, body []byte, i
 	return d, nil
 }
 
-// decodeError words a decode failure as kube-apiserver does
+// DecodeError words a decode failure as kube-apiserver does
 // (apiserver/pkg/endpoints/handlers/rest.go transformDecodeError).
-func decodeError(err error, kind string, gvk *schema.GroupVersionKind, body []byte) error {
+func DecodeError(err error, kind string, gvk *schema.GroupVersionKind, body []byte) error {
 	if gvk != nil && gvk.Kind != "" {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, kind, err))
 	}

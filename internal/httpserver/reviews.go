@@ -151,10 +151,7 @@ func decodeReview(info runtime.SerializerInfo, body []byte, want schema.GroupVer
 		se, strict := runtime.AsStrictDecodingError(err)
 		switch {
 		case !strict || obj == nil:
-			if gvk != nil && gvk.Kind != "" {
-				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, want.Kind, err))
-			}
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", want.Kind, err))
+			return nil, nil, codec.DecodeError(err, want.Kind, gvk, body)
 		case fieldValidation == metav1.FieldValidationStrict:
 			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, want.Kind, err))
 		}

@@ -488,6 +488,16 @@ func TestSelfReviews(t *testing.T) {
 	if !slices.Equal(names, []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}) {
 		t.Errorf("authorization.k8s.io/v1 resources %q", names)
 	}
+
+	// A body that is not JSON is worded as for every other kind
+	// (kube-apiserver's transformDecodeError), summary included.
+	r = doAs(t, s.tokenConfig("alice-token"), s.URL(), "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+		map[string]string{"Content-Type": "application/json"}, strings.NewReader("not json at all"))
+	wantRawStatus(t, r, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "")
+	if msg := r.status(t)["message"].(string); !strings.HasPrefix(msg, "the object provided is unrecognized (must be of type SelfSubjectAccessReview): ") ||
+		!strings.HasSuffix(msg, " (not json at all)") {
+		t.Errorf("message %q", msg)
+	}
 }
 
 // TestServingCertificate: --tls-cert-file and --tls-private-key-file
