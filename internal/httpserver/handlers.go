@@ -126,9 +126,6 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *resources
 	if err != nil {
 		return err
 	}
-	if err := checkBodyName(res, info, obj); err != nil {
-		return err
-	}
 	result, err := s.reg.Update(req.Context(), res, info.namespace, info.name, info.subresource, obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(warnings, result.Warnings...))
@@ -146,31 +143,6 @@ func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, out 
 		code = http.StatusCreated
 	}
 	return s.writeResult(w, req, out, res, code, result.Object)
-}
-
-// checkBodyName checks the body's name and namespace against the URL, as
-// kube-apiserver's update handler does.
-func checkBodyName(res *resources.Resource, info requestInfo, obj resources.Object) error {
-	ns := info.namespace
-	if !res.Namespaced {
-		ns = ""
-	}
-	switch objNS := obj.GetNamespace(); {
-	case objNS == ns:
-	case objNS == "":
-		obj.SetNamespace(ns)
-	case ns == "":
-		obj.SetNamespace("")
-	default:
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-	}
-	if obj.GetName() == "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", info.name))
-	}
-	if obj.GetName() != info.name {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), info.name))
-	}
-	return nil
 }
 
 // decodeBody reads and decodes a create or update body: size limit, media

@@ -91,7 +91,7 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 		if err := ensureNamespace(res, namespace, patched); err != nil {
 			return nil, err
 		}
-		if err := checkPatchedName(patched, name); err != nil {
+		if err := checkName(patched, name); err != nil {
 			return nil, err
 		}
 		result.Warnings = append(result.Warnings, dedupOwnerReferences(patched)...)
@@ -139,7 +139,9 @@ func checkPatchSyntax(patchType types.PatchType, patch []byte) error {
 	return nil
 }
 
-func checkPatchedName(obj resources.Object, name string) error {
+// checkName checks the name of an updated or patched object against the
+// URL's, with kube-apiserver's answers.
+func checkName(obj resources.Object, name string) error {
 	switch got := obj.GetName(); {
 	case got == "":
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))

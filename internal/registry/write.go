@@ -152,6 +152,12 @@ func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespac
 	if err != nil {
 		return WriteResult{}, err
 	}
+	if err := ensureNamespace(res, namespace, obj); err != nil {
+		return WriteResult{}, err
+	}
+	if err := checkName(obj, name); err != nil {
+		return WriteResult{}, err
+	}
 	result := WriteResult{Warnings: dedupOwnerReferences(obj)}
 	key := r.key(res, namespace, name)
 	bodyUID := obj.GetUID()
@@ -267,10 +273,9 @@ func (r *Registry) updateObject(ctx context.Context, w write, existing *current,
 
 // beforeUpdate prepares and validates an update, as kube-apiserver's
 // rest.BeforeUpdate does.
+// The body's name and namespace were reconciled with the request's by
+// Update and Patch.
 func (r *Registry) beforeUpdate(res *resources.Resource, sub *resources.Subresource, obj, old resources.Object) ([]string, error) {
-	if err := ensureNamespace(res, old.GetNamespace(), obj); err != nil {
-		return nil, err
-	}
 	obj.SetGeneration(old.GetGeneration())
 	switch {
 	case sub != nil && sub.PrepareForUpdate != nil:
