@@ -82,7 +82,7 @@ type Member struct {
 
 	mu     sync.Mutex // guards cmd and exited
 	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
+	exited <-chan struct{} // closed when the process has exited
 }
 
 // Start starts a cluster for the test, waits until every member is healthy
@@ -287,9 +287,7 @@ func (c *Cluster) Kill() {
 	}
 }
 
-// start starts the process. A goroutine locked to its OS thread starts it
-// and waits for it, so that the thread PR_SET_PDEATHSIG watches lives as
-// long as the process.
+// start starts the member's process.
 func (m *Member) start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -300,17 +298,30 @@ func (m *Member) start() error {
 			return fmt.Errorf("etcdtest: member %s is already running", m.Name)
 		}
 	}
-	logf, err := os.OpenFile(m.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	cmd := exec.Command(m.bin, m.args...)
+	exited, err := StartProcess(cmd, m.LogFile)
+	if err != nil {
+		return fmt.Errorf("etcdtest: starting member %s: %w", m.Name, err)
+	}
+	m.cmd, m.exited = cmd, exited
+	return nil
+}
+
+// StartProcess starts cmd with its output appended to logPath, so that it
+// dies with the test binary: a goroutine locked to its OS thread starts
+// and waits for it, and the kernel kills it when that thread ends
+// (PR_SET_PDEATHSIG on Linux). exited is closed when it has exited.
+func StartProcess(cmd *exec.Cmd, logPath string) (exited <-chan struct{}, err error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	dieWithParent(cmd)
 	started := make(chan error, 1)
-	exited := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(exited)
+		defer close(done)
 		defer logf.Close()
 		// Never unlocked: the thread ends with this goroutine, after the
 		// process has exited.
@@ -323,11 +334,10 @@ func (m *Member) start() error {
 		_ = cmd.Wait()
 	}()
 	if err := <-started; err != nil {
-		<-exited
-		return fmt.Errorf("etcdtest: starting member %s: %w", m.Name, err)
+		<-done
+		return nil, err
 	}
-	m.cmd, m.exited = cmd, exited
-	return nil
+	return done, nil
 }
 
 // Running reports whether the member's process is running.

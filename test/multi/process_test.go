@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +15,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/etcdtest"
 )
 
 // binary builds cmd/leasehold once per test binary, as test/crash does.
@@ -42,7 +43,7 @@ type process struct {
 
 	mu     sync.Mutex // guards cmd and exited
 	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
+	exited <-chan struct{} // closed when the process has exited
 }
 
 // startProcess is a startReplicaFunc for real processes.
@@ -70,10 +71,6 @@ func (p *process) Restart(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(bin, "serve",
 		"--data-dir", p.dir,
 		"--listen", p.addr,
@@ -82,25 +79,8 @@ func (p *process) Restart(t testing.TB) {
 		"--etcd-prefix", etcdPrefix,
 		"--etcd-compaction-interval", "0", // keep the history the checks read
 	)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	dieWithParent(cmd)
-	started := make(chan error, 1)
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		defer logf.Close()
-		// Never unlocked: the thread ends with this goroutine, after the
-		// process has exited (PR_SET_PDEATHSIG watches the thread).
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		<-exited
+	exited, err := etcdtest.StartProcess(cmd, p.log)
+	if err != nil {
 		t.Fatalf("starting %s: %v", p.name, err)
 	}
 	p.mu.Lock()
