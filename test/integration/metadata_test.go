@@ -182,15 +182,20 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if len(se.ErrStatus.Details.Causes) != 1 || se.ErrStatus.Details.Causes[0].Type != corev1.NamespaceTerminatingCause {
 		t.Errorf("causes = %+v", se.ErrStatus.Details.Causes)
 	}
-	// The endpoints go; the lease with a finalizer waits, and keeps the
-	// namespace, until its finalizer is removed.
+	// The endpoints go; the lease with a finalizer is marked and waits, and
+	// keeps the namespace, until its finalizer is removed. Resources are
+	// emptied in no set order, so wait for each on its own.
 	waitFor(t, func() bool {
 		_, err := c.CoreV1().Endpoints("team").Get(ctx, "ep", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	held := must[*coordinationv1.Lease](t)(c.CoordinationV1().Leases("team").Get(ctx, "held", metav1.GetOptions{}))
-	if held.DeletionTimestamp == nil {
-		t.Fatalf("lease in a terminating namespace not marked: %+v", held.ObjectMeta)
+	var held *coordinationv1.Lease
+	waitFor(t, func() bool {
+		held = must[*coordinationv1.Lease](t)(c.CoordinationV1().Leases("team").Get(ctx, "held", metav1.GetOptions{}))
+		return held.DeletionTimestamp != nil
+	})
+	if _, err := c.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{}); err != nil {
+		t.Fatalf("namespace gone while a lease in it holds a finalizer: %v", err)
 	}
 	held.Finalizers = nil
 	if _, err := c.CoordinationV1().Leases("team").Update(ctx, held, metav1.UpdateOptions{}); err != nil {
