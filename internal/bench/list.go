@@ -11,9 +11,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// List times raw list requests of every lease in namespace: whole, and in
-// pages of pageSize, in JSON and protobuf, rounds times each. The client
-// only reads bytes (no decoding), so the times are the server's plus the
+// List times raw list requests of every lease in namespace: whole (plain,
+// and gzipped as client-go asks by default), and in pages of pageSize, in
+// JSON and protobuf, rounds times each. The client only reads bytes (no
+// decoding or decompressing), so the times are the server's plus the
 // transfer.
 func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) error {
 	cfg := rest.CopyConfig(e.Config)
@@ -24,12 +25,13 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 	}
 	hc := &http.Client{Transport: tr}
 	base := strings.TrimSuffix(cfg.Host, "/") + "/apis/coordination.k8s.io/v1/namespaces/" + namespace + "/leases"
-	get := func(query, accept string) (int64, string, error) {
+	get := func(query, accept, encoding string) (int64, string, error) {
 		req, err := http.NewRequestWithContext(ctx, "GET", base+query, nil)
 		if err != nil {
 			return 0, "", err
 		}
 		req.Header.Set("Accept", accept)
+		req.Header.Set("Accept-Encoding", encoding)
 		resp, err := hc.Do(req)
 		if err != nil {
 			return 0, "", err
@@ -47,16 +49,18 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 		return n, "", err
 	}
 	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
-		var lat Latencies
-		var size int64
-		for range rounds {
-			t := time.Now()
-			if size, _, err = get("", accept); err != nil {
-				return err
+		for _, encoding := range []string{"identity", "gzip"} {
+			var lat Latencies
+			var size int64
+			for range rounds {
+				t := time.Now()
+				if size, _, err = get("", accept, encoding); err != nil {
+					return err
+				}
+				lat = append(lat, time.Since(t))
 			}
-			lat = append(lat, time.Since(t))
+			fmt.Fprintf(e.Out, "list %s whole, %s (%.1f MiB): %s\n", accept, encoding, float64(size)/(1<<20), lat)
 		}
-		fmt.Fprintf(e.Out, "list %s whole (%.1f MiB): %s\n", accept, float64(size)/(1<<20), lat)
 	}
 	var lat Latencies
 	pages := 0
@@ -68,7 +72,7 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 			if cont != "" {
 				q += "&continue=" + cont
 			}
-			if _, cont, err = get(q, "application/json"); err != nil {
+			if _, cont, err = get(q, "application/json", "identity"); err != nil {
 				return err
 			}
 			pages++

@@ -1,11 +1,10 @@
 package codec
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,23 +140,22 @@ func uvarintLen(n int) int {
 	return l
 }
 
-// WriteList writes a list of kind gvk (e.g. LeaseList) whose items are
-// item encodings, as the standard serializers would write it.
-func WriteList(w io.Writer, out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) error {
+// AppendList appends a list of kind gvk (e.g. LeaseList) whose items are
+// item encodings to dst, as the standard serializers would write it.
+func AppendList(dst []byte, out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) ([]byte, error) {
 	if out.Info.MediaType == Protobuf {
-		return writeProtoList(w, gvk, lm, items)
+		return appendProtoList(dst, gvk, lm, items)
 	}
 	meta, err := json.Marshal(lm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var buf bytes.Buffer
 	size := 64 + len(meta)
 	for _, it := range items {
 		size += len(it) + 1
 	}
-	buf.Grow(size)
-	b := appendTypeMetaJSON(buf.AvailableBuffer(), gvk)
+	b := slices.Grow(dst, size)
+	b = appendTypeMetaJSON(b, gvk)
 	b = append(b, `,"metadata":`...)
 	b = append(b, meta...)
 	b = append(b, `,"items":[`...)
@@ -167,18 +165,16 @@ func WriteList(w io.Writer, out Output, gvk schema.GroupVersionKind, lm metav1.L
 		}
 		b = append(b, it...)
 	}
-	b = append(b, "]}\n"...)
-	_, err = w.Write(b)
-	return err
+	return append(b, "]}\n"...), nil
 }
 
-// writeProtoList writes the envelope around a list message: ListMeta as
+// appendProtoList appends the envelope around a list message: ListMeta as
 // field 1, each item as field 2, which is the layout of every k8s.io/api
 // list type.
-func writeProtoList(w io.Writer, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) error {
+func appendProtoList(dst []byte, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) ([]byte, error) {
 	meta, err := lm.Marshal()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rawLen := 1 + uvarintLen(len(meta)) + len(meta)
 	for _, it := range items {
@@ -193,6 +189,5 @@ func writeProtoList(w io.Writer, gvk schema.GroupVersionKind, lm metav1.ListMeta
 		raw = binary.AppendUvarint(raw, uint64(len(it)))
 		raw = append(raw, it...)
 	}
-	_, err = w.Write(appendEnvelope(make([]byte, 0, len(raw)+64), gvk, raw))
-	return err
+	return appendEnvelope(slices.Grow(dst, len(raw)+64), gvk, raw), nil
 }

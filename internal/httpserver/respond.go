@@ -24,11 +24,7 @@ func (s *Server) writeObject(w http.ResponseWriter, req *http.Request, out codec
 		return
 	}
 	w.Header().Set("Content-Type", out.MediaType())
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(code)
-	if req.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
-	}
+	writeBody(w, req, code, buf.Bytes())
 }
 
 // writeError writes err as a Status in a format the client accepts. Errors

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -131,9 +130,7 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	}
 	addWarnings(w, warnings)
 	w.Header().Set("Content-Type", out.Info.MediaType)
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusCreated)
-	_, _ = w.Write(buf.Bytes())
+	writeBody(w, req, http.StatusCreated, buf.Bytes())
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	goruntime "runtime"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -82,11 +81,7 @@ func (s *Server) writeItem(w http.ResponseWriter, req *http.Request, out codec.O
 		b = append(b, '\n')
 	}
 	w.Header().Set("Content-Type", out.MediaType())
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(code)
-	if req.Method != http.MethodHead {
-		_, _ = w.Write(b)
-	}
+	writeBody(w, req, code, b)
 }
 
 // writeList writes a list result as the resource's list kind, a Table or a
@@ -133,11 +128,12 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, out codec.O
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		w.Header().Set("Content-Type", out.MediaType())
-		w.WriteHeader(http.StatusOK)
-		if req.Method != http.MethodHead {
-			_ = codec.WriteList(w, out, res.GroupVersion().WithKind(res.ListKind), lm, items)
+		body, err := codec.AppendList(nil, out, res.GroupVersion().WithKind(res.ListKind), lm, items)
+		if err != nil {
+			return apierrors.NewInternalError(err)
 		}
+		w.Header().Set("Content-Type", out.MediaType())
+		writeBody(w, req, http.StatusOK, body)
 		return nil
 	}
 	list := res.NewList()

@@ -42,15 +42,17 @@ func fillLeases(b testing.TB, s *testserver.Server, n int) {
 }
 
 // BenchmarkList lists 20,000 leases through HTTPS, whole and in pages of
-// 500, in JSON and protobuf; the client only reads the bytes, so the time
-// and allocations are the server's.
+// 500, in JSON and protobuf, plain and gzipped (what client-go asks for by
+// default); the client only reads the bytes, so the time and allocations
+// are the server's.
 func BenchmarkList(b *testing.B) {
 	s := testserver.Start(b)
 	fillLeases(b, s, 20000)
 	hc := rawClient(b, s)
-	get := func(b *testing.B, query, accept string) (n int64, cont string) {
+	get := func(b *testing.B, query, accept, encoding string) (n int64, cont string) {
 		req, _ := http.NewRequestWithContext(b.Context(), "GET", s.URL()+"/apis/coordination.k8s.io/v1/namespaces/default/leases"+query, nil)
 		req.Header.Set("Accept", accept)
+		req.Header.Set("Accept-Encoding", encoding)
 		resp, err := hc.Do(req)
 		if err != nil {
 			b.Fatal(err)
@@ -68,14 +70,16 @@ func BenchmarkList(b *testing.B) {
 		return n, ""
 	}
 	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
-		b.Run("full/"+accept, func(b *testing.B) {
-			b.ReportAllocs()
-			var size int64
-			for b.Loop() {
-				size, _ = get(b, "", accept)
-			}
-			b.ReportMetric(float64(size)/(1<<20), "MiB/list")
-		})
+		for _, encoding := range []string{"identity", "gzip"} {
+			b.Run("full/"+accept+"/"+encoding, func(b *testing.B) {
+				b.ReportAllocs()
+				var size int64
+				for b.Loop() {
+					size, _ = get(b, "", accept, encoding)
+				}
+				b.ReportMetric(float64(size)/(1<<20), "MiB/list")
+			})
+		}
 	}
 	b.Run("pages-of-500/application/json", func(b *testing.B) {
 		b.ReportAllocs()
@@ -86,7 +90,7 @@ func BenchmarkList(b *testing.B) {
 				if cont != "" {
 					q += "&continue=" + cont
 				}
-				_, cont = get(b, q, "application/json")
+				_, cont = get(b, q, "application/json", "identity")
 				pages++
 				if cont == "" {
 					break

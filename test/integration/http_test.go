@@ -3,13 +3,14 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/leasehold/leasehold/internal/testserver"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // rawClient is an HTTP client with the admin credentials, for requests

@@ -1,0 +1,66 @@
+package httpserver
+
+import (
+	"compress/gzip"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// gzipThreshold is kube-apiserver's: bodies up to 128 KiB go out as they
+// are, where compressing costs more than it saves.
+const gzipThreshold = 128 * 1024
+
+// gzipWriters hold writers at level 1 (BestSpeed), kube-apiserver's
+// choice: most of the saving of higher levels at a fraction of the CPU.
+var gzipWriters = sync.Pool{New: func() any {
+	gw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return gw
+}}
+
+// writeBody writes a complete response body with the status code; the
+// caller has set Content-Type. Like kube-apiserver (APIResponseCompression,
+// on by default) it gzips a body over gzipThreshold when the client accepts
+// gzip, which Go clients, client-go and kubectl included, do unless told
+// not to. Watch streams are never compressed.
+func writeBody(w http.ResponseWriter, req *http.Request, code int, body []byte) {
+	h := w.Header()
+	if len(body) <= gzipThreshold || !acceptsGzip(req) {
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(code)
+		if req.Method != http.MethodHead {
+			_, _ = w.Write(body)
+		}
+		return
+	}
+	h.Del("Content-Length")
+	h.Set("Content-Encoding", "gzip")
+	h.Add("Vary", "Accept-Encoding")
+	w.WriteHeader(code)
+	if req.Method == http.MethodHead {
+		return
+	}
+	gw := gzipWriters.Get().(*gzip.Writer)
+	gw.Reset(w)
+	// A write error is the client gone; there is no one to tell.
+	if _, err := gw.Write(body); err == nil {
+		_ = gw.Close()
+	}
+	gw.Reset(nil)
+	gzipWriters.Put(gw)
+}
+
+// acceptsGzip reports whether Accept-Encoding lists gzip, read as
+// kube-apiserver reads it: comma-separated tokens, parameters (q-values)
+// not considered.
+func acceptsGzip(req *http.Request) bool {
+	for _, h := range req.Header.Values("Accept-Encoding") {
+		for token := range strings.SplitSeq(h, ",") {
+			if strings.TrimSpace(token) == "gzip" {
+				return true
+			}
+		}
+	}
+	return false
+}
