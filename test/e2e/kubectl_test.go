@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1046,6 +1047,30 @@ func TestKubectlGetOutputs(t *testing.T) {
 		}
 	})
 
+	t.Run("chunks", func(t *testing.T) {
+		// kubectl lists in pages (--chunk-size, 500 by default) and
+		// joins the Table pages; pages of one lease must print the same.
+		whole := k.ok("", "get", "leases", "-o", "wide", "--chunk-size=0")
+		if !strings.Contains(whole, "released") {
+			t.Fatalf("get leases --chunk-size=0:\n%s", whole)
+		}
+		out, errOut, err := k.run("", "get", "leases", "-o", "wide", "--chunk-size=1", "-v=6")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, errOut)
+		}
+		if pages := strings.Count(errOut, "limit=1"); pages < 4 {
+			t.Errorf("kubectl asked for %d pages of 1, want 4 or more:\n%s", pages, errOut)
+		}
+		if out != whole {
+			t.Errorf("in pages of 1:\n%s\nwhole:\n%s", out, whole)
+		}
+		wantOutput(t, "-o name in pages", k.ok("", "get", "leases", "-o", "name", "--chunk-size=3"),
+			"lease.coordination.k8s.io/bare", "lease.coordination.k8s.io/expired", "lease.coordination.k8s.io/held", "lease.coordination.k8s.io/released")
+		if got, want := k.ok("", "get", "leases", "-A", "--chunk-size=2", "--no-headers", "-o", "custom-columns=N:.metadata.name"), "bare\nexpired\nheld\nreleased\n"; got != want {
+			t.Errorf("get leases -A in pages of 2: %q, want %q", got, want)
+		}
+	})
+
 	t.Run("endpoints and namespaces", func(t *testing.T) {
 		createEndpoints(t, c, "default", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "many"},
 			Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}, {IP: "fd00::1"}},
@@ -1069,6 +1094,101 @@ func TestKubectlGetOutputs(t *testing.T) {
 			t.Errorf("get ns -o jsonpath: %q", got)
 		}
 	})
+}
+
+// running is a kubectl started in the background.
+type running struct {
+	cmd      *exec.Cmd
+	out, err bytes.Buffer
+	done     chan error
+}
+
+// start starts kubectl with args; finish waits for it.
+func (k *kubectl) start(args ...string) *running {
+	k.t.Helper()
+	r := &running{cmd: exec.Command(kubectlPath, args...), done: make(chan error, 1)}
+	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.t.TempDir())
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+	if err := r.cmd.Start(); err != nil {
+		k.t.Fatal(err)
+	}
+	go func() { r.done <- r.cmd.Wait() }()
+	k.t.Cleanup(func() { _ = r.cmd.Process.Kill() })
+	return r
+}
+
+// stillRunning fails the test if kubectl ends within d.
+func (r *running) stillRunning(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		t.Fatalf("kubectl %s ended early (%v):\n%s%s", strings.Join(r.cmd.Args[1:], " "), err, r.out.String(), r.err.String())
+	case <-time.After(d):
+	}
+}
+
+// finish waits for kubectl and returns its stdout; it fails the test unless
+// kubectl succeeds within 30 s.
+func (r *running) finish(t *testing.T) string {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(r.cmd.Args[1:], " "), err, r.out.String(), r.err.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kubectl %s still running after 30s", strings.Join(r.cmd.Args[1:], " "))
+	}
+	return r.out.String()
+}
+
+// TestKubectlWait: kubectl wait lists then watches one object by name (a
+// metadata.name field selector) until a condition holds: a jsonpath value,
+// the object's creation, its deletion; it times out when nothing happens.
+func TestKubectlWait(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	k := newKubectl(t, s)
+	c := s.Client(t)
+	ctx := t.Context()
+	leases := c.CoordinationV1().Leases("default")
+	createLease(t, c, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w"}})
+	createLease(t, c, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
+
+	w := k.start("wait", "lease/w", "--for=jsonpath={.spec.holderIdentity}=alice", "--timeout=30s")
+	w.stillRunning(t, time.Second)
+	// A change to another lease does not wake it.
+	other := getLease(t, c, "default", "other")
+	other.Spec.HolderIdentity = ptr("alice")
+	if _, err := leases.Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.stillRunning(t, 200*time.Millisecond)
+	l := getLease(t, c, "default", "w")
+	l.Spec.HolderIdentity = ptr("alice")
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, "wait --for=jsonpath", w.finish(t), "lease.coordination.k8s.io/w condition met")
+
+	// Met already: no waiting.
+	wantOutput(t, "wait, condition met already", k.ok("", "wait", "lease/w", "--for=jsonpath={.spec.holderIdentity}=alice", "--timeout=5s"),
+		"lease.coordination.k8s.io/w condition met")
+
+	w = k.start("wait", "lease/late", "--for=create", "--timeout=30s")
+	w.stillRunning(t, time.Second)
+	createLease(t, c, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "late"}})
+	wantOutput(t, "wait --for=create", w.finish(t), "lease.coordination.k8s.io/late condition met")
+
+	w = k.start("wait", "lease/w", "--for=delete", "--timeout=30s")
+	w.stillRunning(t, time.Second)
+	if err := leases.Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, "wait --for=delete", w.finish(t), "lease.coordination.k8s.io/w condition met")
+
+	wantContains(t, "wait timing out", k.fails("", "wait", "lease/late", "--for=jsonpath={.spec.holderIdentity}=bob", "--timeout=1s"),
+		"timed out waiting for the condition on leases/late")
 }
 
 // watchLines runs kubectl with ctx (a watch) and returns its stdout lines

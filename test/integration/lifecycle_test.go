@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,5 +87,25 @@ func TestDeleteCollection(t *testing.T) {
 	r := do(t, s, "DELETE", "/apis/coordination.k8s.io/v1/namespaces/default/leases?labelSelector=even%3Dno", nil, "")
 	if r.code != 200 || !contains(string(r.body), `"kind":"LeaseList"`) || !contains(string(r.body), `"name":"l001"`) {
 		t.Errorf("deletecollection answer: %d %s", r.code, r.body)
+	}
+
+	// With a limit, as in kube-apiserver, one page goes, and the answer
+	// carries the continue token that deletes the next one.
+	createLeases(t, s, "default", 10, nil)
+	var page coordinationv1.LeaseList
+	const path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+	r = do(t, s, "DELETE", path+"?limit=4", nil, "")
+	if err := json.Unmarshal(r.body, &page); r.code != 200 || err != nil || len(page.Items) != 4 || page.Items[0].Name != "l000" || page.Continue == "" {
+		t.Fatalf("deletecollection?limit=4: %d %v, %d items, continue %q", r.code, err, len(page.Items), page.Continue)
+	}
+	if left := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{})); len(left.Items) != 6 || left.Items[0].Name != "l004" {
+		t.Fatalf("after deleting a page of 4: %d leases left, first %s", len(left.Items), left.Items[0].Name)
+	}
+	r = do(t, s, "DELETE", path+"?limit=4&continue="+url.QueryEscape(page.Continue), nil, "")
+	if err := json.Unmarshal(r.body, &page); r.code != 200 || err != nil || len(page.Items) != 4 || page.Items[0].Name != "l004" {
+		t.Fatalf("the next page: %d %v, %d items", r.code, err, len(page.Items))
+	}
+	if left := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{})); len(left.Items) != 2 {
+		t.Fatalf("after the second page: %d leases left, want 2", len(left.Items))
 	}
 }
