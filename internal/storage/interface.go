@@ -6,9 +6,8 @@ import (
 	"fmt"
 )
 
-// KeyValue is one version of a key. Its Value, like an Event's PrevValue,
-// may be shared by the engine with other callers and watchers: read it,
-// never modify it.
+// KeyValue is one version of a key. Its Value may be shared by the engine
+// with other callers and watchers: read it, never modify it.
 type KeyValue struct {
 	Key   string
 	Value []byte
@@ -33,14 +32,14 @@ const (
 	EventProgress
 )
 
-// Event is one change seen by a watch.
+// Event is one change seen by a watch. It carries no previous value: the
+// one consumer, the watch cache, holds every key's current state already,
+// and over etcd a previous value would double the watch traffic.
 type Event struct {
 	Type EventType
-	// KV is the key after the change. For EventDelete, KV.Value is the last
-	// value the key held and KV.ModRevision is the revision of the delete.
+	// KV is the key after the change. For EventDelete only KV.Key and
+	// KV.ModRevision, the revision of the delete, are set.
 	KV KeyValue
-	// PrevValue is the value before the change; nil for a creation.
-	PrevValue []byte
 	// Revision is the revision of the change (equal to KV.ModRevision for
 	// puts and deletes).
 	Revision int64

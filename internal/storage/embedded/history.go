@@ -43,7 +43,7 @@ func newHistory(size int, maxBytes int64, rev int64) *history {
 }
 
 func eventBytes(ev *storage.Event) int64 {
-	return int64(eventOverhead + len(ev.KV.Key) + len(ev.KV.Value) + len(ev.PrevValue))
+	return int64(eventOverhead + len(ev.KV.Key) + len(ev.KV.Value))
 }
 
 // append adds the events of one committed batch, which must carry the

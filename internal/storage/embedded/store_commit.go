@@ -153,17 +153,15 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		}
 		rev++
 		kv := storage.KeyValue{Key: r.key, Value: r.value, CreateRevision: rev, ModRevision: rev}
-		var prev []byte // nil for a creation
 		if cur.exists {
 			kv.CreateRevision = cur.kv.CreateRevision
-			prev = cur.kv.Value
 		}
 		c.record = appendRecord(c.record[:0], kv.CreateRevision, kv.ModRevision, kv.Value)
 		if err := b.Set([]byte(r.key), c.record, nil); err != nil {
 			return rev - 1, fmt.Errorf("%w: %w", errBatch, err)
 		}
 		c.overlay[r.key] = current{kv: kv, exists: true}
-		c.events = append(c.events, storage.Event{Type: storage.EventPut, KV: kv, PrevValue: prev, Revision: rev})
+		c.events = append(c.events, storage.Event{Type: storage.EventPut, KV: kv, Revision: rev})
 		r.result = kv
 	case opDelete:
 		if !cur.exists {
@@ -179,15 +177,13 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		kv := cur.kv
 		kv.ModRevision = rev
 		c.overlay[r.key] = current{}
-		c.events = append(c.events, storage.Event{Type: storage.EventDelete, KV: kv, PrevValue: cur.kv.Value, Revision: rev})
+		c.events = append(c.events, storage.Event{Type: storage.EventDelete, KV: storage.KeyValue{Key: r.key, ModRevision: rev}, Revision: rev})
 		r.result = kv
 	}
 	return rev, nil
 }
 
-// current returns key's state including the batch's earlier writes. A
-// present key's Value is never nil, so that an empty value is not mistaken
-// for a creation's missing PrevValue.
+// current returns key's state including the batch's earlier writes.
 func (c *committer) current(key string) (current, error) {
 	if cur, ok := c.overlay[key]; ok {
 		return cur, nil

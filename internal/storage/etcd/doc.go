@@ -41,12 +41,13 @@
 // # Watch
 //
 // Each Watch has its own etcd watcher (its own gRPC stream) started with
-// WithRev(from+1), WithPrevKV, WithProgressNotify and WithRequireLeader
-// (so that a member cut off from its leader ends the watch instead of
-// silently stalling; kube-apiserver does the same). The client library
-// resumes the stream on another member when one fails. A delete event's KV
-// holds the previous value and CreateRevision with the delete's revision as
-// ModRevision. Watch checks synchronously, with a read at revision from,
+// WithRev(from+1), WithProgressNotify and WithRequireLeader (so that a
+// member cut off from its leader ends the watch instead of silently
+// stalling; kube-apiserver does the same). The client library resumes the
+// stream on another member when one fails. Unlike kube-apiserver's it does
+// not ask for previous values (WithPrevKV): the watch cache has them, and
+// they would double what etcd reads and sends for every update. A delete
+// event's KV holds the key and the delete's revision. Watch checks synchronously, with a read at revision from,
 // that the history it needs has not been compacted, and fails with
 // storage.ErrCompacted if it has; a compaction that happens later ends the
 // watch with an error wrapping storage.ErrCompacted. While the whole
@@ -110,9 +111,8 @@
 // # Ownership
 //
 // Values passed to Put are copied. Values returned by every method and
-// delivered by watches come from freshly decoded etcd responses; watch
-// events share a delete's previous value between KV.Value and PrevValue.
-// They must not be modified.
+// delivered by watches come from freshly decoded etcd responses. They must
+// not be modified.
 //
 // # Concurrency
 //

@@ -324,7 +324,7 @@ func TestUnreachable(t *testing.T) {
 			if ev.Type == storage.EventProgress {
 				continue
 			}
-			if ev.KV.Key != kv.Key || ev.Revision != next.ModRevision || string(ev.PrevValue) != "1" {
+			if ev.KV.Key != kv.Key || ev.Revision != next.ModRevision || string(ev.KV.Value) != string(next.Value) {
 				t.Fatalf("watch after the restart: got %v %q at %d, want the update at %d", ev.Type, ev.KV.Key, ev.Revision, next.ModRevision)
 			}
 			return

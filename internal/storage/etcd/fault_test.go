@@ -167,10 +167,10 @@ func TestMemberKillDuringWrites(t *testing.T) {
 		switch {
 		case ev.Type != storage.EventPut:
 			t.Errorf("unexpected %v of %s at %d", ev.Type, ev.KV.Key, ev.Revision)
-		case !ok && (n != 0 || ev.PrevValue != nil):
-			t.Errorf("first event of %s at %d: %q (previous %q), want the creation of 0", ev.KV.Key, ev.Revision, ev.KV.Value, ev.PrevValue)
-		case ok && (n != prev+1 || string(ev.PrevValue) != strconv.Itoa(prev)):
-			t.Errorf("event of %s at %d: %q (previous %q), want %d after %d", ev.KV.Key, ev.Revision, ev.KV.Value, ev.PrevValue, prev+1, prev)
+		case !ok && (n != 0 || ev.KV.CreateRevision != ev.Revision):
+			t.Errorf("first event of %s at %d: %q created at %d, want the creation of 0", ev.KV.Key, ev.Revision, ev.KV.Value, ev.KV.CreateRevision)
+		case ok && n != prev+1:
+			t.Errorf("event of %s at %d: %q, want %d after %d", ev.KV.Key, ev.Revision, ev.KV.Value, prev+1, prev)
 		}
 		seen[ev.KV.Key] = n
 	}

@@ -205,7 +205,6 @@ func (w *watch) prefixKey() string {
 func (w *watch) options() []clientv3.OpOption {
 	opts := []clientv3.OpOption{
 		clientv3.WithRev(w.from + 1),
-		clientv3.WithPrevKV(),
 		clientv3.WithProgressNotify(),
 	}
 	if w.prefix == "" {
@@ -244,30 +243,17 @@ func (w *watch) requestProgress(ctx context.Context) {
 	}
 }
 
-// event converts an etcd watch event. A delete carries the previous value
-// and CreateRevision, with the delete's revision as ModRevision; every
-// event but a creation needs the previous value (WithPrevKV), and its
-// absence is an error, as in kube-apiserver (etcd3/event.go).
+// event converts an etcd watch event. The watch asks for no previous
+// values (kube-apiserver's does, WithPrevKV, for its own cache's sake): a
+// delete carries only the key and its revision, which is all
+// storage.Event promises.
 func event(ev *clientv3.Event) (storage.Event, error) {
-	var prev []byte
-	if ev.PrevKv != nil {
-		prev = ev.PrevKv.Value
-		if prev == nil {
-			prev = []byte{} // nil means a creation
-		}
-	}
 	switch ev.Type {
 	case mvccpb.PUT:
-		if ev.PrevKv == nil && !ev.IsCreate() {
-			return storage.Event{}, fmt.Errorf("update of %q at %d without its previous value", ev.Kv.Key, ev.Kv.ModRevision)
-		}
-		return storage.Event{Type: storage.EventPut, KV: keyValue(ev.Kv), PrevValue: prev, Revision: ev.Kv.ModRevision}, nil
+		return storage.Event{Type: storage.EventPut, KV: keyValue(ev.Kv), Revision: ev.Kv.ModRevision}, nil
 	case mvccpb.DELETE:
-		if ev.PrevKv == nil {
-			return storage.Event{}, fmt.Errorf("delete of %q at %d without its previous value", ev.Kv.Key, ev.Kv.ModRevision)
-		}
-		kv := storage.KeyValue{Key: string(ev.Kv.Key), Value: prev, CreateRevision: ev.PrevKv.CreateRevision, ModRevision: ev.Kv.ModRevision}
-		return storage.Event{Type: storage.EventDelete, KV: kv, PrevValue: prev, Revision: ev.Kv.ModRevision}, nil
+		kv := storage.KeyValue{Key: string(ev.Kv.Key), ModRevision: ev.Kv.ModRevision}
+		return storage.Event{Type: storage.EventDelete, KV: kv, Revision: ev.Kv.ModRevision}, nil
 	default:
 		return storage.Event{}, fmt.Errorf("event of unknown type %v on %q", ev.Type, ev.Kv.Key)
 	}

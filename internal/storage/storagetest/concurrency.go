@@ -21,8 +21,8 @@ import (
 //   - a List at revision R sees exactly R - created increments (snapshot
 //     consistency: no torn or partial view);
 //   - a watcher of all counters sees every revision exactly once, in order,
-//     with each PrevValue equal to the value before; a watcher of one
-//     counter sees exactly that counter's writes.
+//     each value one above the one before; a watcher of one counter sees
+//     exactly that counter's writes.
 func (s *suite) testConcurrentCounters(t *testing.T) {
 	const (
 		writers    = 32
@@ -164,10 +164,10 @@ func (s *suite) testConcurrentCounters(t *testing.T) {
 		switch {
 		case ev.Type != storage.EventPut:
 			t.Errorf("unexpected %v event for %q at %d", ev.Type, ev.KV.Key, ev.Revision)
-		case !seen && (n != 0 || ev.PrevValue != nil):
-			t.Errorf("first event of %q: value %q, PrevValue %q; want the creation of 0", ev.KV.Key, ev.KV.Value, ev.PrevValue)
-		case seen && (n != prev+1 || string(ev.PrevValue) != strconv.Itoa(prev)):
-			t.Errorf("event of %q at %d: value %q, PrevValue %q; want %d after %d", ev.KV.Key, ev.Revision, ev.KV.Value, ev.PrevValue, prev+1, prev)
+		case !seen && (n != 0 || ev.KV.CreateRevision != ev.Revision):
+			t.Errorf("first event of %q: value %q created at %d; want the creation of 0 at %d", ev.KV.Key, ev.KV.Value, ev.KV.CreateRevision, ev.Revision)
+		case seen && n != prev+1:
+			t.Errorf("event of %q at %d: value %q, want %d after %d", ev.KV.Key, ev.Revision, ev.KV.Value, prev+1, prev)
 		case seen && acked[ev.Revision] != ev.KV.Key:
 			t.Errorf("event of %q at %d was acknowledged for %q", ev.KV.Key, ev.Revision, acked[ev.Revision])
 		}

@@ -163,7 +163,10 @@ func (r *eventReader) check(ev storage.Event) {
 		if !strings.HasPrefix(ev.KV.Key, r.prefix) {
 			r.t.Errorf("event for key %q outside watched prefix %q", ev.KV.Key, r.prefix)
 		}
-		if ev.KV.CreateRevision <= 0 || ev.KV.CreateRevision > ev.KV.ModRevision {
+		if ev.Type == storage.EventDelete && (ev.KV.CreateRevision != 0 || ev.KV.Value != nil) {
+			r.t.Errorf("delete event %q: CreateRevision %d, value %q; want neither", ev.KV.Key, ev.KV.CreateRevision, ev.KV.Value)
+		}
+		if ev.Type == storage.EventPut && (ev.KV.CreateRevision <= 0 || ev.KV.CreateRevision > ev.KV.ModRevision) {
 			r.t.Errorf("event %q: CreateRevision %d not in (0, ModRevision %d]", ev.KV.Key, ev.KV.CreateRevision, ev.KV.ModRevision)
 		}
 		r.last = ev.Revision

@@ -21,26 +21,30 @@ type history struct {
 func writeHistory(t *testing.T, st storage.Interface) history {
 	t.Helper()
 	h := history{start: mustRevision(t, st)}
-	put := func(kv storage.KeyValue, prev []byte) {
-		h.want = append(h.want, storage.Event{Type: storage.EventPut, KV: kv, PrevValue: prev, Revision: kv.ModRevision})
+	put := func(kv storage.KeyValue) {
+		h.want = append(h.want, storage.Event{Type: storage.EventPut, KV: kv, Revision: kv.ModRevision})
 	}
 	a1 := mustPut(t, st, "/registry/leases/ns/a", "a1", 0)
-	put(a1, nil)
+	put(a1)
 	mustPut(t, st, "/registry/services/endpoints/ns/a", "e1", 0)
 	a2 := mustPut(t, st, a1.Key, "a2", a1.ModRevision)
-	put(a2, []byte("a1"))
+	put(a2)
 	b1 := mustPut(t, st, "/registry/leases/ns/b", "b1", 0)
-	put(b1, nil)
+	put(b1)
 	mustPut(t, st, "/registry/namespaces/ns", "n1", 0)
 	del := mustDelete(t, st, a1.Key, a2.ModRevision)
-	// A delete event carries the last value, the delete's revision and,
-	// as PrevValue, the value before the change: the same last value.
-	h.want = append(h.want, storage.Event{Type: storage.EventDelete, KV: del, PrevValue: []byte("a2"), Revision: del.ModRevision})
+	h.want = append(h.want, deleteEvent(del))
 	a3 := mustPut(t, st, a1.Key, "a3", 0)
-	put(a3, nil)
+	put(a3)
 	b2 := mustPut(t, st, b1.Key, "b2", b1.ModRevision)
-	put(b2, []byte("b1"))
+	put(b2)
 	return h
+}
+
+// deleteEvent is the event of the delete that answered del: the key and the
+// delete's revision, no value.
+func deleteEvent(del storage.KeyValue) storage.Event {
+	return storage.Event{Type: storage.EventDelete, KV: storage.KeyValue{Key: del.Key, ModRevision: del.ModRevision}, Revision: del.ModRevision}
 }
 
 func (h history) after(rev int64) []storage.Event {
@@ -108,11 +112,11 @@ func (s *suite) testWatchLive(t *testing.T) {
 		t.Fatalf("live create: got %+v, want the put of %+v", ev, a1)
 	}
 	a2 := mustPut(t, st, a1.Key, "a2", a1.ModRevision)
-	if ev := r.next(); cmp.Diff(storage.Event{Type: storage.EventPut, KV: a2, PrevValue: []byte("a1"), Revision: a2.ModRevision}, ev, equateValues) != "" {
-		t.Fatalf("live update: got %+v, want the put of %+v with PrevValue a1", ev, a2)
+	if ev := r.next(); cmp.Diff(storage.Event{Type: storage.EventPut, KV: a2, Revision: a2.ModRevision}, ev, equateValues) != "" {
+		t.Fatalf("live update: got %+v, want the put of %+v", ev, a2)
 	}
 	del := mustDelete(t, st, a1.Key, a2.ModRevision)
-	if ev := r.next(); cmp.Diff(storage.Event{Type: storage.EventDelete, KV: del, PrevValue: []byte("a2"), Revision: del.ModRevision}, ev, equateValues) != "" {
+	if ev := r.next(); cmp.Diff(deleteEvent(del), ev, equateValues) != "" {
 		t.Fatalf("live delete: got %+v, want the delete of %+v", ev, del)
 	}
 }
