@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,15 +76,66 @@ func (s *Server) errorStatus(req *http.Request, err error) *metav1.Status {
 }
 
 // addWarnings adds a Warning header per text, as kube-apiserver's warning
-// recorder formats them.
+// recorder formats and caps them.
 func addWarnings(w http.ResponseWriter, warnings []string) {
-	for _, text := range warnings {
+	for _, text := range capWarnings(warnings) {
 		h, err := utilnet.NewWarningHeader(299, "-", text)
 		if err != nil {
 			continue
 		}
 		w.Header().Add("Warning", h)
 	}
+}
+
+// kube-apiserver's caps on Warning headers: a request can cause any number
+// of warnings (one per unknown field, say), but clients and proxies limit
+// header sizes.
+const (
+	warningTotalRunes = 4 * 1024
+	warningItemRunes  = 256
+)
+
+// capWarnings returns the texts kube-apiserver's recorder would send for
+// warnings, in order: each text once; once they pass warningTotalRunes,
+// every text so far and after is cut to warningItemRunes, and those
+// arriving when the cut texts already fill warningTotalRunes are dropped.
+func capWarnings(warnings []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	written, truncating := 0, false
+	for _, text := range warnings {
+		if text == "" || seen[text] {
+			continue
+		}
+		if truncating && written >= warningTotalRunes {
+			break
+		}
+		seen[text] = true
+		if truncating {
+			text = cutRunes(text, warningItemRunes)
+		}
+		n := utf8.RuneCountInString(text)
+		if truncating || written+n <= warningTotalRunes {
+			out = append(out, text)
+			written += n
+			continue
+		}
+		// Over the limit: from now on cut, and cut what came before.
+		truncating, written = true, 0
+		out = append(out, text)
+		for i := range out {
+			out[i] = cutRunes(out[i], warningItemRunes)
+			written += utf8.RuneCountInString(out[i])
+		}
+	}
+	return out
+}
+
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
 }
 
 // methodNotAllowed is the 405 answer for a method a path does not serve.

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -134,6 +135,22 @@ func TestHeadersAndFormats(t *testing.T) {
 	r = do(t, ts, "POST", leases, map[string]string{"Content-Type": "application/json"}, `{"metadata":{"name":"w"},"spec":{"foo":1}}`)
 	if r.code != 201 || r.header.Get("Warning") != `299 - "unknown field \"spec.foo\""` {
 		t.Errorf("warn: %d %q", r.code, r.header.Values("Warning"))
+	}
+	// As many as a body can hold, capped as kube-apiserver caps them: 1,000
+	// unknown fields make 1,000 warnings of 60 runes; 68 fit in 4,096 runes
+	// and the 69th, which passes the limit, is the last one sent.
+	var body strings.Builder
+	body.WriteString(`{"metadata":{"name":"many-warnings"},"spec":{`)
+	for i := range 1000 {
+		if i > 0 {
+			body.WriteString(",")
+		}
+		fmt.Fprintf(&body, `"unknown-%031d":1`, i)
+	}
+	body.WriteString("}}")
+	r = do(t, ts, "POST", leases, map[string]string{"Content-Type": "application/json"}, body.String())
+	if warnings := r.header.Values("Warning"); r.code != 201 || len(warnings) != 69 || warnings[0] != `299 - "unknown field \"spec.unknown-0000000000000000000000000000000\""` {
+		t.Errorf("1,000 unknown fields: %d, %d warnings, the first %q", r.code, len(warnings), warnings[0])
 	}
 	// pretty=true indents; Audit-ID is echoed; cache headers are set.
 	r = do(t, ts, "GET", leases+"/yl?pretty=true", map[string]string{"Audit-ID": "abc"}, "")

@@ -1,0 +1,57 @@
+package httpserver
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestCapWarnings follows kube-apiserver's warning recorder
+// (endpoints/filters/warning.go) case by case.
+func TestCapWarnings(t *testing.T) {
+	repeat := func(n int, text string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = strings.Repeat("x", len(text)-3) + string(rune('a'+i/26)) + string(rune('a'+i%26)) + "!"
+		}
+		return out
+	}
+	long := strings.Repeat("é", 5000)
+	for _, tc := range []struct {
+		name     string
+		in       []string
+		count    int // texts sent
+		maxRunes int // the longest
+	}{
+		{"few, duplicates once", []string{"a", "b", "a", "", "b"}, 2, 1},
+		// 20 of 200 runes fit; the 21st overflows: all 21 are kept, cut
+		// to 256 runes (so unchanged); the 22nd finds the limit full.
+		{"many", repeat(30, strings.Repeat("y", 200)), 21, 200},
+		{"one too long", []string{long}, 1, 256},
+		// 16 of 256 fill the limit exactly; the 17th overflows and is
+		// replayed with them.
+		{"exactly full, then one more", repeat(17, strings.Repeat("y", 256)), 17, 256},
+		// After the cut, short texts go on until 4096 runes are written:
+		// 256 + 39·100 = 4156.
+		{"cut, then short ones", append([]string{long}, repeat(100, strings.Repeat("y", 100))...), 40, 256},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := capWarnings(tc.in)
+			longest := 0
+			for _, text := range got {
+				if !utf8.ValidString(text) {
+					t.Errorf("invalid UTF-8: %q", text)
+				}
+				longest = max(longest, utf8.RuneCountInString(text))
+			}
+			if len(got) != tc.count || longest != tc.maxRunes {
+				t.Errorf("%d texts, the longest %d runes; want %d, %d", len(got), longest, tc.count, tc.maxRunes)
+			}
+			for i, text := range got {
+				if !strings.HasPrefix(tc.in[i], text) && tc.name != "few, duplicates once" {
+					t.Errorf("text %d is not a prefix of the warning it came from", i)
+				}
+			}
+		})
+	}
+}
