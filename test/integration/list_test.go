@@ -3,12 +3,14 @@ package integration
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
@@ -170,4 +172,78 @@ func TestSelectors(t *testing.T) {
 	if se := wantStatus(t, err, 400, metav1.StatusReasonBadRequest); se.ErrStatus.Message != "field label not supported: metadata.namespace" {
 		t.Errorf("message %q", se.ErrStatus.Message)
 	}
+}
+
+// TestListContinueExpired: a continue token whose snapshot is gone (out of
+// the window of retained list snapshots and of the event window) answers
+// 410 Expired with kube-apiserver's message and a new token that goes on
+// from the next key at the latest revision; an Exact list at that
+// revision, or the legacy "resourceVersion=N with limit" form, answers 410
+// "too old". A token with a resourceVersion is a 400.
+func TestListContinueExpired(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t, func(c *server.Config) { c.WatchWindow = 8 })
+	ctx := t.Context()
+	leases := s.Client(t).CoordinationV1().Leases("default")
+	createLeases(t, s, "default", 10, nil)
+	first := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{Limit: 3}))
+	if first.Continue == "" {
+		t.Fatal("no continue token")
+	}
+
+	_, err := leases.List(ctx, metav1.ListOptions{Limit: 3, Continue: first.Continue, ResourceVersion: first.ResourceVersion})
+	if se := wantStatus(t, err, 400, metav1.StatusReasonBadRequest); se.ErrStatus.Message != "specifying resource version is not allowed when using continue" {
+		t.Errorf("continue with a resourceVersion: %q", se.ErrStatus.Message)
+	}
+	_, err = leases.List(ctx, metav1.ListOptions{Limit: 3, Continue: "not-a-token"})
+	if se := wantStatus(t, err, 400, metav1.StatusReasonBadRequest); !strings.HasPrefix(se.ErrStatus.Message, "invalid continue token: ") {
+		t.Errorf("undecodable token: %q", se.ErrStatus.Message)
+	}
+	_, err = leases.List(ctx, metav1.ListOptions{ResourceVersion: "abc"})
+	if se := wantStatus(t, err, 400, metav1.StatusReasonBadRequest); !strings.HasPrefix(se.ErrStatus.Message, "invalid resource version") {
+		t.Errorf("non-numeric resourceVersion: %q", se.ErrStatus.Message)
+	}
+
+	// Push the first page's snapshot out: each paginated list at a new
+	// revision retains its own, and the writes leave the event window.
+	churn := must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "zz-churn"}}, metav1.CreateOptions{}))
+	for i := range 80 {
+		churn.Spec.LeaseTransitions = ptr(int32(i))
+		churn = must[*coordinationv1.Lease](t)(leases.Update(ctx, churn, metav1.UpdateOptions{}))
+		must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{Limit: 3}))
+	}
+
+	_, err = leases.List(ctx, metav1.ListOptions{Limit: 3, Continue: first.Continue})
+	se := wantStatus(t, err, 410, metav1.StatusReasonExpired)
+	const expired = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to " +
+		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+		"objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+	if se.ErrStatus.Message != expired || se.ErrStatus.Continue == "" {
+		t.Fatalf("expired token: message %q, continue %q", se.ErrStatus.Message, se.ErrStatus.Continue)
+	}
+	// The new token goes on after the first page, at the latest revision.
+	next := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{Limit: 3, Continue: se.ErrStatus.Continue}))
+	if len(next.Items) != 3 || next.Items[0].Name != "l003" || mustAtoi(t, next.ResourceVersion) < mustAtoi(t, churn.ResourceVersion) {
+		t.Errorf("after the expired token: %d items from %v at %s, want l003... at %s or later", len(next.Items), names(next.Items), next.ResourceVersion, churn.ResourceVersion)
+	}
+
+	const tooOld = "The resourceVersion for the provided list is too old."
+	for _, opts := range []metav1.ListOptions{
+		{ResourceVersion: first.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+		{ResourceVersion: first.ResourceVersion, Limit: 3}, // legacy: N with a limit is Exact
+	} {
+		_, err := leases.List(ctx, opts)
+		if se := wantStatus(t, err, 410, metav1.StatusReasonExpired); se.ErrStatus.Message != tooOld {
+			t.Errorf("%+v: %q, want %q", opts, se.ErrStatus.Message, tooOld)
+		}
+	}
+}
+
+func names(items []coordinationv1.Lease) []string {
+	var out []string
+	for _, l := range items {
+		out = append(out, l.Name)
+	}
+	return out
 }

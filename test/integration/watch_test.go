@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -146,8 +147,12 @@ func TestWatchStartingPoints(t *testing.T) {
 	if ev.Type != watch.Error {
 		t.Fatalf("got %s, want ERROR", ev.Type)
 	}
-	if err := apierrors.FromObject(ev.Object); !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
-		t.Fatalf("ERROR event %v, want 410", err)
+	// kube-apiserver's words: "too old resource version: N (M)", M the
+	// oldest revision still available minus one.
+	err = apierrors.FromObject(ev.Object)
+	if m := regexp.MustCompile(`^too old resource version: (\d+) \((\d+)\)$`).FindStringSubmatch(err.Error()); !apierrors.IsResourceExpired(err) || m == nil ||
+		m[1] != first.ResourceVersion || mustAtoi(t, m[2]) <= mustAtoi(t, first.ResourceVersion) {
+		t.Fatalf("ERROR event %v, want 410 Expired: too old resource version: %s (M > %[2]s)", err, first.ResourceVersion)
 	}
 	if _, ok := <-w.ResultChan(); ok {
 		t.Error("watch went on after the 410")
