@@ -94,7 +94,7 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 		if err := checkName(patched, name); err != nil {
 			return nil, err
 		}
-		result.Warnings = append(result.Warnings, dedupOwnerReferences(patched)...)
+		result.Warnings = append(result.Warnings, dedupOwnerReferences(patched, duplicateOwnersPatchedWarning)...)
 		return r.updateObject(ctx, w, existing, patched)
 	})
 	if err != nil {

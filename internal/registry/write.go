@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,7 +53,7 @@ func (r *Registry) Create(ctx context.Context, res *resources.Resource, namespac
 		return WriteResult{}, err
 	}
 	var result WriteResult
-	result.Warnings = dedupOwnerReferences(obj)
+	result.Warnings = dedupOwnerReferences(obj, duplicateOwnersWarning)
 	obj = r.trackUpdate(res, "", res.New(), obj, opts.Manager)
 	if err := r.admitCreate(ctx, res, obj); err != nil {
 		return WriteResult{}, err
@@ -158,7 +159,7 @@ func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespac
 	if err := checkName(obj, name); err != nil {
 		return WriteResult{}, err
 	}
-	result := WriteResult{Warnings: dedupOwnerReferences(obj)}
+	result := WriteResult{Warnings: dedupOwnerReferences(obj, duplicateOwnersWarning)}
 	key := r.key(res, namespace, name)
 	bodyUID := obj.GetUID()
 	w := write{res: res, sub: sub, subresource: subresource, name: name, allowCreate: res.AllowCreateOnUpdate && sub == nil, result: &result}
@@ -554,9 +555,17 @@ func generateName(base string) string {
 	return base + utilrand.String(5)
 }
 
+// kube-apiserver's warnings for duplicate ownerReferences: creates and
+// updates are checked as sent, patches only once applied, which it words
+// as after mutating admission.
+const (
+	duplicateOwnersWarning        = ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: %s"
+	duplicateOwnersPatchedWarning = ".metadata.ownerReferences contains duplicate entries after mutating admission happens; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: %s"
+)
+
 // dedupOwnerReferences drops ownerReferences with a repeated UID and
-// returns kube-apiserver's warning when it did.
-func dedupOwnerReferences(obj resources.Object) []string {
+// returns the warning format with the duplicates when it did.
+func dedupOwnerReferences(obj resources.Object, warning string) []string {
 	refs := obj.GetOwnerReferences()
 	if len(refs) < 2 {
 		return nil
@@ -578,5 +587,5 @@ func dedupOwnerReferences(obj resources.Object) []string {
 		return nil
 	}
 	obj.SetOwnerReferences(out)
-	return []string{fmt.Sprintf(".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: %v", dups)}
+	return []string{fmt.Sprintf(warning, strings.Join(dups, ", "))}
 }
