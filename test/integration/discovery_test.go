@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,9 +93,25 @@ func TestDiscovery(t *testing.T) {
 	if r.code != 200 || r.header.Get("Content-Type") != "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" || r.header.Get("ETag") == "" {
 		t.Fatalf("aggregated /apis: %d %v", r.code, r.header)
 	}
+	sum := sha512.Sum512(r.body[:len(r.body)-1]) // the hash of the JSON, without the newline
+	if etag := `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`; r.header.Get("ETag") != etag || r.header.Get("Vary") != "Accept" || r.header.Get("Cache-Control") != "public" {
+		t.Errorf("aggregated /apis headers %v, want ETag %s, Vary Accept, Cache-Control public", r.header, etag)
+	}
 	r2 := do(t, s, "GET", "/apis", map[string]string{"Accept": accept, "If-None-Match": r.header.Get("ETag")}, "")
 	if r2.code != 304 {
 		t.Errorf("If-None-Match: %d", r2.code)
+	}
+	// v2beta1 is gone since Kubernetes 1.33: a client that prefers it gets
+	// kube-apiserver's bare 404; one that lists v2 first is served v2.
+	for _, path := range []string{"/api", "/apis"} {
+		r := do(t, s, "GET", path, map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}, "")
+		if r.code != 404 || len(r.body) != 0 {
+			t.Errorf("%s preferring v2beta1: %d %q, want a bare 404", path, r.code, r.body)
+		}
+		r = do(t, s, "GET", path, map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}, "")
+		if r.code != 200 || r.header.Get("Content-Type") != "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" {
+			t.Errorf("%s preferring v2 over v2beta1: %d %v", path, r.code, r.header)
+		}
 	}
 	r = do(t, s, "GET", "/api", nil, "")
 	var versions metav1.APIVersions
