@@ -1,0 +1,48 @@
+package httpserver
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestHealth: kube-apiserver's health output, passing and failing, with
+// excluded and unknown checks; the reason of a failure only in the log.
+func TestHealth(t *testing.T) {
+	var ready error
+	logs := &syncBuffer{}
+	p := newInProcess(t, func(c *Config) {
+		c.Ready = func() error { return ready }
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	for _, tc := range []struct {
+		target string
+		fail   bool
+		code   int
+		body   string
+	}{
+		{"/readyz", false, 200, "ok"},
+		{"/livez?verbose", false, 200, "[+]ping ok\n[+]storage ok\nlivez check passed\n"},
+		{"/readyz?verbose&exclude=shutdown&exclude=nope&exclude=etcd", false, 200,
+			"[+]ping ok\n[+]storage ok\n[+]shutdown excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"etcd\",\"nope\"\nreadyz check passed\n"},
+		{"/readyz/storage", false, 200, "ok"},
+		{"/readyz", true, 500, "[+]ping ok\n[-]storage failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n"},
+		{"/healthz?exclude=storage", true, 200, "ok"},
+		{"/readyz/storage", true, 500, "internal server error\n"},
+		{"/readyz/ping", true, 200, "ok"},
+		{"/livez/shutdown", false, 404, "404 page not found\n"},
+	} {
+		ready = nil
+		if tc.fail {
+			ready = errors.New("etcd at 10.0.0.1:2379 unreachable")
+		}
+		w := p.do("GET", tc.target, "", nil)
+		if w.Code != tc.code || w.Body.String() != tc.body || w.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("%s (storage failing: %v): %d %q (%s), want %d %q", tc.target, tc.fail, w.Code, w.Body, w.Header().Get("Content-Type"), tc.code, tc.body)
+		}
+	}
+	if !strings.Contains(logs.String(), "etcd at 10.0.0.1:2379 unreachable") {
+		t.Error("the reason of the failure is not in the log")
+	}
+}
