@@ -293,9 +293,15 @@ func (s *Server) checkReady() error {
 	default:
 		return errors.New("not ready")
 	}
-	_, err := s.store.Revision(context.Background())
+	// Within kube-apiserver's --etcd-readycheck-timeout default, so that
+	// a load balancer's probe gets its 500 before giving up on its own.
+	ctx, cancel := context.WithTimeout(context.Background(), readyCheckTimeout)
+	defer cancel()
+	_, err := s.store.Revision(ctx)
 	return err
 }
+
+const readyCheckTimeout = 2 * time.Second
 
 // Run serves until ctx ends, then shuts down gracefully: the listener
 // closes, watches end cleanly, in-flight requests finish (within

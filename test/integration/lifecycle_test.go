@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
@@ -107,5 +109,37 @@ func TestDeleteCollection(t *testing.T) {
 	}
 	if left := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{})); len(left.Items) != 2 {
 		t.Fatalf("after the second page: %d leases left, want 2", len(left.Items))
+	}
+}
+
+// TestStorageUnreachable: with its etcd gone, a write waits for the
+// storage request timeout and answers kube-apiserver's 500 ServerTimeout
+// with Retry-After 2 (client-go retries on it); reads that need no
+// quorum go on from the watch cache; /readyz fails.
+func TestStorageUnreachable(t *testing.T) {
+	t.Parallel()
+	cluster := etcdtest.Start(t, etcdtest.Config{})
+	s := testserver.Start(t, testserver.Etcd(cluster.Endpoints(), "/unreachable"))
+	leases := s.Client(t).CoordinationV1().Leases("default")
+	must[*coordinationv1.Lease](t)(leases.Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}))
+	cluster.Kill()
+
+	const path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+	r := do(t, s, "POST", path, map[string]string{"Content-Type": "application/json"}, `{"metadata":{"name":"after"}}`)
+	var st metav1.Status
+	if err := json.Unmarshal(r.body, &st); err != nil {
+		t.Fatalf("%d %s: %v", r.code, r.body, err)
+	}
+	want := "The create operation against leases.coordination.k8s.io could not be completed at this time, please try again."
+	if r.code != 500 || st.Reason != metav1.StatusReasonServerTimeout || st.Message != want ||
+		st.Details == nil || st.Details.Name != "create" || st.Details.RetryAfterSeconds != 2 || r.header.Get("Retry-After") != "2" {
+		t.Errorf("create with etcd gone: %d %s (Retry-After %q), want 500 ServerTimeout %q", r.code, r.body, r.header.Get("Retry-After"), want)
+	}
+	// resourceVersion=0 reads the cache, as kube-apiserver's does.
+	if r := do(t, s, "GET", path+"/before?resourceVersion=0", nil, ""); r.code != 200 {
+		t.Errorf("get at resourceVersion 0 with etcd gone: %d %s", r.code, r.body)
+	}
+	if r := do(t, s, "GET", "/readyz", nil, ""); r.code != 500 || !strings.Contains(string(r.body), "[-]storage failed: reason withheld") {
+		t.Errorf("/readyz with etcd gone: %d %s", r.code, r.body)
 	}
 }
