@@ -58,17 +58,11 @@ const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=
 func (s *Server) serveDiscovery(w http.ResponseWriter, req *http.Request) bool {
 	parts := splitPath(req.URL.Path)
 	aggregated := func(core bool) bool {
-		switch aggregatedVersion(req) {
-		case "v2":
-			s.writeAggregated(w, req, s.aggregated(core))
-			return true
-		case "v2beta1":
-			// Removed in Kubernetes 1.33 (AggregatedDiscoveryRemoveBetaType,
-			// locked on since 1.35): kube-apiserver answers a bare 404.
-			w.WriteHeader(http.StatusNotFound)
-			return true
+		if !s.wantsAggregated(req) {
+			return false
 		}
-		return false
+		s.writeAggregated(w, req, s.aggregated(core))
+		return true
 	}
 	var doc runtime.Object
 	switch {
@@ -127,23 +121,21 @@ func (s *Server) findGroup(name, version string) (group, bool) {
 	return group{}, false
 }
 
-// aggregatedVersion returns the version of aggregated discovery
-// (apidiscovery.k8s.io v2 or v2beta1) the client asks for before any plain
-// format, or "" when it asks for the plain documents.
-func aggregatedVersion(req *http.Request) string {
+// wantsAggregated reports whether the client asks for aggregated
+// discovery (apidiscovery.k8s.io/v2) before any plain format.
+func (s *Server) wantsAggregated(req *http.Request) bool {
 	for _, c := range goautoneg.ParseAccept(req.Header.Get("Accept")) {
 		if c.Params["g"] == "apidiscovery.k8s.io" && c.Params["as"] == "APIGroupDiscoveryList" {
-			v := c.Params["v"]
-			if (v == "v2" || v == "v2beta1") && (c.Type == "application" && (c.SubType == "json" || c.SubType == "*") || c.Type == "*") {
-				return v
+			if c.Params["v"] == "v2" && (c.Type == "application" && (c.SubType == "json" || c.SubType == "*") || c.Type == "*") {
+				return true
 			}
 			continue
 		}
 		if c.Params["as"] == "" {
-			return ""
+			return false
 		}
 	}
-	return ""
+	return false
 }
 
 func (s *Server) apiVersions(req *http.Request) *metav1.APIVersions {

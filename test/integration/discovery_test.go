@@ -101,16 +101,20 @@ func TestDiscovery(t *testing.T) {
 	if r2.code != 304 {
 		t.Errorf("If-None-Match: %d", r2.code)
 	}
-	// v2beta1 is gone since Kubernetes 1.33: a client that prefers it gets
-	// kube-apiserver's bare 404; one that lists v2 first is served v2.
+	// v2beta1 is no longer aggregated (Kubernetes 1.35 locks
+	// AggregatedDiscoveryRemoveBetaType on): kube-apiserver negotiates it
+	// like any unknown media type, so older clients that list
+	// application/json after it get the plain documents, and a client
+	// asking for v2beta1 alone gets 406.
+	const v2beta1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 	for _, path := range []string{"/api", "/apis"} {
-		r := do(t, s, "GET", path, map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}, "")
-		if r.code != 404 || len(r.body) != 0 {
-			t.Errorf("%s preferring v2beta1: %d %q, want a bare 404", path, r.code, r.body)
+		r := do(t, s, "GET", path, map[string]string{"Accept": v2beta1 + ",application/json"}, "")
+		if r.code != 200 || r.header.Get("Content-Type") != "application/json" || !strings.Contains(string(r.body), `"kind":"API`) {
+			t.Errorf("%s preferring v2beta1: %d %v %.100s, want the plain document", path, r.code, r.header, r.body)
 		}
-		r = do(t, s, "GET", path, map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}, "")
-		if r.code != 200 || r.header.Get("Content-Type") != "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" {
-			t.Errorf("%s preferring v2 over v2beta1: %d %v", path, r.code, r.header)
+		r = do(t, s, "GET", path, map[string]string{"Accept": v2beta1}, "")
+		if r.code != 406 {
+			t.Errorf("%s with v2beta1 alone: %d %s, want 406", path, r.code, r.body)
 		}
 	}
 	r = do(t, s, "GET", "/api", nil, "")
