@@ -52,14 +52,12 @@ func writeBody(w http.ResponseWriter, req *http.Request, code int, body []byte) 
 }
 
 // acceptsGzip reports whether Accept-Encoding lists gzip, read as
-// kube-apiserver reads it: comma-separated tokens, parameters (q-values)
-// not considered.
+// kube-apiserver reads it: the first header line's comma-separated
+// tokens, parameters (q-values) not considered.
 func acceptsGzip(req *http.Request) bool {
-	for _, h := range req.Header.Values("Accept-Encoding") {
-		for token := range strings.SplitSeq(h, ",") {
-			if strings.TrimSpace(token) == "gzip" {
-				return true
-			}
+	for token := range strings.SplitSeq(req.Header.Get("Accept-Encoding"), ",") {
+		if strings.TrimSpace(token) == "gzip" {
+			return true
 		}
 	}
 	return false

@@ -33,11 +33,11 @@ func isHealthPath(p string) bool {
 // serveHealth answers the health endpoints as kube-apiserver does: "ok",
 // or with ?verbose one line per check; failures answer 500 with every
 // line but without the reason (the endpoints are public), which goes to
-// the log; ?exclude=name skips a check. /<root>/<check> runs one check
+// the debug log; ?exclude=name skips a check. /<root>/<check> runs one check
 // and answers "ok", or 500 "internal server error" (kube-apiserver adds
 // the reason there, but its single checks are not public; here they are).
 func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) {
-	root, rest, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
+	root, rest, sub := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
 	var checks []HealthCheck
 	for _, c := range s.healthChecks() {
 		if !c.ReadyOnly || root == "readyz" {
@@ -45,14 +45,14 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if rest != "" {
+	if sub {
 		i := slices.IndexFunc(checks, func(c HealthCheck) bool { return c.Name == rest })
 		if i < 0 {
-			http.NotFound(w, req)
+			s.writeError(w, req, notFoundPath())
 			return
 		}
 		if err := checks[i].Check(req); err != nil {
-			s.log.Info("health check failed", "check", rest, "err", err)
+			s.log.Debug("health check failed", "check", rest, "err", err)
 			http.Error(w, "internal server error", http.StatusInternalServerError)
 			return
 		}
@@ -77,7 +77,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) {
 		if err := c.Check(req); err != nil {
 			failed = true
 			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
-			s.log.Info("health check failed", "check", c.Name, "err", err)
+			s.log.Debug("health check failed", "check", c.Name, "err", err)
 			continue
 		}
 		fmt.Fprintf(&b, "[+]%s ok\n", c.Name)

@@ -14,7 +14,7 @@ func TestHealth(t *testing.T) {
 	logs := &syncBuffer{}
 	p := newInProcess(t, func(c *Config) {
 		c.Ready = func() error { return ready }
-		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	for _, tc := range []struct {
 		target string
@@ -31,7 +31,6 @@ func TestHealth(t *testing.T) {
 		{"/healthz?exclude=storage", true, 200, "ok"},
 		{"/readyz/storage", true, 500, "internal server error\n"},
 		{"/readyz/ping", true, 200, "ok"},
-		{"/livez/shutdown", false, 404, "404 page not found\n"},
 	} {
 		ready = nil
 		if tc.fail {
@@ -44,5 +43,12 @@ func TestHealth(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "etcd at 10.0.0.1:2379 unreachable") {
 		t.Error("the reason of the failure is not in the log")
+	}
+	// A check that does not exist, or none named, is the API's 404.
+	for _, target := range []string{"/livez/shutdown", "/readyz/", "/healthz/nope"} {
+		w := p.do("GET", target, "", nil)
+		if w.Code != 404 || !strings.Contains(w.Body.String(), `"reason":"NotFound"`) {
+			t.Errorf("%s: %d %s, want a NotFound Status", target, w.Code, w.Body)
+		}
 	}
 }

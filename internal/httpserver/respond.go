@@ -78,11 +78,7 @@ func (s *Server) errorStatus(req *http.Request, err error) *metav1.Status {
 // addWarnings adds a Warning header per text, as kube-apiserver's warning
 // recorder formats and caps them.
 func addWarnings(w http.ResponseWriter, warnings []string) {
-	for _, text := range capWarnings(warnings) {
-		h, err := utilnet.NewWarningHeader(299, "-", text)
-		if err != nil {
-			continue
-		}
+	for _, h := range warningHeaders(warnings) {
 		w.Header().Add("Warning", h)
 	}
 }
@@ -95,40 +91,53 @@ const (
 	warningItemRunes  = 256
 )
 
-// capWarnings returns the texts kube-apiserver's recorder would send for
-// warnings, in order: each text once; once they pass warningTotalRunes,
-// every text so far and after is cut to warningItemRunes, and those
-// arriving when the cut texts already fill warningTotalRunes are dropped.
-func capWarnings(warnings []string) []string {
-	var out []string
+// warningHeaders returns the Warning header values kube-apiserver's
+// recorder would send for warnings, in order: each text once, none that
+// cannot be a header (invalid UTF-8, control characters) nor counted;
+// once the texts pass warningTotalRunes, every text so far and after is
+// cut to warningItemRunes, and those arriving when the cut texts already
+// fill warningTotalRunes are dropped.
+func warningHeaders(warnings []string) []string {
+	type warning struct{ text, header string }
+	var out []warning
+	header := func(text string) (string, bool) {
+		h, err := utilnet.NewWarningHeader(299, "-", text)
+		return h, err == nil
+	}
 	seen := map[string]bool{}
 	written, truncating := 0, false
 	for _, text := range warnings {
-		if text == "" || seen[text] {
+		if text == "" || seen[text] || truncating && written >= warningTotalRunes {
 			continue
-		}
-		if truncating && written >= warningTotalRunes {
-			break
 		}
 		seen[text] = true
 		if truncating {
 			text = cutRunes(text, warningItemRunes)
 		}
+		h, ok := header(text)
+		if !ok {
+			continue
+		}
 		n := utf8.RuneCountInString(text)
 		if truncating || written+n <= warningTotalRunes {
-			out = append(out, text)
+			out = append(out, warning{text, h})
 			written += n
 			continue
 		}
 		// Over the limit: from now on cut, and cut what came before.
 		truncating, written = true, 0
-		out = append(out, text)
+		out = append(out, warning{text, h})
 		for i := range out {
-			out[i] = cutRunes(out[i], warningItemRunes)
-			written += utf8.RuneCountInString(out[i])
+			out[i].text = cutRunes(out[i].text, warningItemRunes)
+			out[i].header, _ = header(out[i].text)
+			written += utf8.RuneCountInString(out[i].text)
 		}
 	}
-	return out
+	headers := make([]string, len(out))
+	for i, w := range out {
+		headers[i] = w.header
+	}
+	return headers
 }
 
 func cutRunes(s string, n int) string {

@@ -6,9 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// TestCapWarnings follows kube-apiserver's warning recorder
+// TestWarningHeaders follows kube-apiserver's warning recorder
 // (endpoints/filters/warning.go) case by case.
-func TestCapWarnings(t *testing.T) {
+func TestWarningHeaders(t *testing.T) {
 	repeat := func(n int, text string) []string {
 		out := make([]string, n)
 		for i := range out {
@@ -34,9 +34,18 @@ func TestCapWarnings(t *testing.T) {
 		// After the cut, short texts go on until 4096 runes are written:
 		// 256 + 39·100 = 4156.
 		{"cut, then short ones", append([]string{long}, repeat(100, strings.Repeat("y", 100))...), 40, 256},
+		// A text that cannot be a header is left out and not counted.
+		{"not a header", []string{"\x01" + strings.Repeat("a", 4000), strings.Repeat("b", 300)}, 1, 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := capWarnings(tc.in)
+			var got []string
+			for _, h := range warningHeaders(tc.in) {
+				text, ok := strings.CutPrefix(h, `299 - "`)
+				if !ok || !strings.HasSuffix(text, `"`) {
+					t.Fatalf("header %q", h)
+				}
+				got = append(got, strings.TrimSuffix(text, `"`))
+			}
 			longest := 0
 			for _, text := range got {
 				if !utf8.ValidString(text) {
@@ -48,7 +57,7 @@ func TestCapWarnings(t *testing.T) {
 				t.Errorf("%d texts, the longest %d runes; want %d, %d", len(got), longest, tc.count, tc.maxRunes)
 			}
 			for i, text := range got {
-				if !strings.HasPrefix(tc.in[i], text) && tc.name != "few, duplicates once" {
+				if !strings.HasPrefix(tc.in[i], text) && tc.name != "few, duplicates once" && tc.name != "not a header" {
 					t.Errorf("text %d is not a prefix of the warning it came from", i)
 				}
 			}

@@ -136,6 +136,7 @@ type Server struct {
 
 	readyOnce sync.Once
 	ready     chan struct{}
+	probe     *storageProbe
 }
 
 // New opens the store, prepares certificates and binds the listener. Run
@@ -174,6 +175,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
 	s.store = store
+	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
 	codecs := codec.New()
 	leases := lease.New(lease.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection})
@@ -293,15 +295,8 @@ func (s *Server) checkReady() error {
 	default:
 		return errors.New("not ready")
 	}
-	// Within kube-apiserver's --etcd-readycheck-timeout default, so that
-	// a load balancer's probe gets its 500 before giving up on its own.
-	ctx, cancel := context.WithTimeout(context.Background(), readyCheckTimeout)
-	defer cancel()
-	_, err := s.store.Revision(ctx)
-	return err
+	return s.probe.check()
 }
-
-const readyCheckTimeout = 2 * time.Second
 
 // Run serves until ctx ends, then shuts down gracefully: the listener
 // closes, watches end cleanly, in-flight requests finish (within

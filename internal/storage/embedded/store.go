@@ -53,8 +53,8 @@ type Options struct {
 	// Watch. A watch from an older revision, or a watcher that falls this
 	// far behind, fails with storage.ErrCompacted. Default DefaultHistory.
 	History int
-	// HistoryBytes bounds the memory of those events (keys, values and
-	// previous values); the oldest leave first when it is exceeded.
+	// HistoryBytes bounds the memory of those events (keys and values);
+	// the oldest leave first when it is exceeded.
 	// Default DefaultHistoryBytes.
 	HistoryBytes int64
 	// Logger receives the engine's and pebble's messages. Default: discard.

@@ -21,7 +21,7 @@ import (
 // There is no in-memory index of keys: checking a precondition needs the
 // key's current record, which the committer reads from pebble (or from
 // earlier requests of the same batch), and that read is needed anyway for
-// the previous value that events and Delete return.
+// the last value that Delete returns.
 type committer struct {
 	s   *Store
 	rev int64 // newest committed revision; only the committer changes it

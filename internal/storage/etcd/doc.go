@@ -47,10 +47,11 @@
 // stream on another member when one fails. Unlike kube-apiserver's it does
 // not ask for previous values (WithPrevKV): the watch cache has them, and
 // they would double what etcd reads and sends for every update. A delete
-// event's KV holds the key and the delete's revision. Watch checks synchronously, with a read at revision from,
-// that the history it needs has not been compacted, and fails with
-// storage.ErrCompacted if it has; a compaction that happens later ends the
-// watch with an error wrapping storage.ErrCompacted. While the whole
+// event's KV holds the key and the delete's revision. Watch checks
+// synchronously, with a read at revision from, that the history it needs
+// has not been compacted, and fails with storage.ErrCompacted if it has; a
+// compaction that happens later ends the watch with an error wrapping
+// storage.ErrCompacted. While the whole
 // cluster is out of reach a watch stays open, silent, and resumes when a
 // member is back (as kube-apiserver's do); Revision, and so consistent
 // reads, fail meanwhile.
