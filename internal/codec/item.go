@@ -112,6 +112,13 @@ func appendJSONString(dst []byte, s string) []byte {
 // runtime.Unknown{typeMeta, raw} message (contentEncoding and contentType
 // empty).
 func appendEnvelope(dst []byte, gvk schema.GroupVersionKind, raw []byte) []byte {
+	dst = appendEnvelopeHead(dst, gvk, len(raw))
+	return appendEnvelopeTail(append(dst, raw...))
+}
+
+// appendEnvelopeHead appends the envelope up to its raw message, which
+// must follow, rawLen bytes long, then appendEnvelopeTail.
+func appendEnvelopeHead(dst []byte, gvk schema.GroupVersionKind, rawLen int) []byte {
 	apiVersion, kind := gvk.GroupVersion().String(), gvk.Kind
 	typeMetaLen := 1 + uvarintLen(len(apiVersion)) + len(apiVersion) + 1 + uvarintLen(len(kind)) + len(kind)
 	dst = append(dst, protobufPrefix...)
@@ -126,9 +133,12 @@ func appendEnvelope(dst []byte, gvk schema.GroupVersionKind, raw []byte) []byte 
 	dst = append(dst, kind...)
 	// Unknown.raw = 2
 	dst = append(dst, 0x12)
-	dst = binary.AppendUvarint(dst, uint64(len(raw)))
-	dst = append(dst, raw...)
-	// Unknown.contentEncoding = 3, Unknown.contentType = 4, both empty.
+	return binary.AppendUvarint(dst, uint64(rawLen))
+}
+
+// appendEnvelopeTail appends Unknown.contentEncoding = 3 and
+// Unknown.contentType = 4, both empty.
+func appendEnvelopeTail(dst []byte) []byte {
 	return append(dst, 0x1a, 0x00, 0x22, 0x00)
 }
 
@@ -180,14 +190,16 @@ func appendProtoList(dst []byte, gvk schema.GroupVersionKind, lm metav1.ListMeta
 	for _, it := range items {
 		rawLen += 1 + uvarintLen(len(it)) + len(it)
 	}
-	raw := make([]byte, 0, rawLen)
-	raw = append(raw, 0x0a)
-	raw = binary.AppendUvarint(raw, uint64(len(meta)))
-	raw = append(raw, meta...)
+	// The list message goes straight into the envelope: no second copy
+	// of a list that may be many megabytes.
+	b := appendEnvelopeHead(slices.Grow(dst, rawLen+64+len(gvk.Kind)+len(gvk.Group)+len(gvk.Version)), gvk, rawLen)
+	b = append(b, 0x0a)
+	b = binary.AppendUvarint(b, uint64(len(meta)))
+	b = append(b, meta...)
 	for _, it := range items {
-		raw = append(raw, 0x12)
-		raw = binary.AppendUvarint(raw, uint64(len(it)))
-		raw = append(raw, it...)
+		b = append(b, 0x12)
+		b = binary.AppendUvarint(b, uint64(len(it)))
+		b = append(b, it...)
 	}
-	return appendEnvelope(slices.Grow(dst, len(raw)+64), gvk, raw), nil
+	return appendEnvelopeTail(b), nil
 }
