@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1108,8 +1109,45 @@ func TestKubectlGetOutputs(t *testing.T) {
 // running is a kubectl started in the background.
 type running struct {
 	cmd      *exec.Cmd
-	out, err bytes.Buffer
+	out, err lockedBuffer
 	done     chan error
+}
+
+// lockedBuffer is a bytes.Buffer that a test may read while the process
+// writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// watching waits until kubectl (run with -v=6) has logged a watch request
+// answered by the server, so that what the test does next happens while
+// kubectl watches.
+func (r *running) watching(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(r.err.String(), "watch=true") || !strings.Contains(r.err.String(), "200 OK") {
+		select {
+		case err := <-r.done:
+			t.Fatalf("kubectl %s ended before watching (%v):\n%s%s", strings.Join(r.cmd.Args[1:], " "), err, r.out.String(), r.err.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl %s not watching after 30s:\n%s", strings.Join(r.cmd.Args[1:], " "), r.err.String())
+		}
+	}
 }
 
 // start starts kubectl with args; finish waits for it.
@@ -1164,8 +1202,9 @@ func TestKubectlWait(t *testing.T) {
 	createLease(t, c, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "w"}})
 	createLease(t, c, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
 
-	w := k.start("wait", "lease/w", "--for=jsonpath={.spec.holderIdentity}=alice", "--timeout=30s")
-	w.stillRunning(t, time.Second)
+	w := k.start("wait", "lease/w", "--for=jsonpath={.spec.holderIdentity}=alice", "--timeout=30s", "-v=6")
+	w.watching(t)
+	w.stillRunning(t, 200*time.Millisecond)
 	// A change to another lease does not wake it.
 	other := getLease(t, c, "default", "other")
 	other.Spec.HolderIdentity = ptr("alice")
@@ -1189,8 +1228,11 @@ func TestKubectlWait(t *testing.T) {
 	createLease(t, c, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "late"}})
 	wantOutput(t, "wait --for=create", w.finish(t), "lease.coordination.k8s.io/late condition met")
 
-	w = k.start("wait", "lease/w", "--for=delete", "--timeout=30s")
-	w.stillRunning(t, time.Second)
+	// (If the lease were gone before kubectl first looked, it would end
+	// at once with nothing to say.)
+	w = k.start("wait", "lease/w", "--for=delete", "--timeout=30s", "-v=6")
+	w.watching(t)
+	w.stillRunning(t, 200*time.Millisecond)
 	if err := leases.Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
