@@ -98,12 +98,7 @@ const (
 // cut to warningItemRunes, and those arriving when the cut texts already
 // fill warningTotalRunes are dropped.
 func warningHeaders(warnings []string) []string {
-	type warning struct{ text, header string }
-	var out []warning
-	header := func(text string) (string, bool) {
-		h, err := utilnet.NewWarningHeader(299, "-", text)
-		return h, err == nil
-	}
+	var texts []string
 	seen := map[string]bool{}
 	written, truncating := 0, false
 	for _, text := range warnings {
@@ -114,28 +109,27 @@ func warningHeaders(warnings []string) []string {
 		if truncating {
 			text = cutRunes(text, warningItemRunes)
 		}
-		h, ok := header(text)
-		if !ok {
+		if _, err := utilnet.NewWarningHeader(299, "-", text); err != nil {
 			continue
 		}
 		n := utf8.RuneCountInString(text)
 		if truncating || written+n <= warningTotalRunes {
-			out = append(out, warning{text, h})
+			texts = append(texts, text)
 			written += n
 			continue
 		}
 		// Over the limit: from now on cut, and cut what came before.
 		truncating, written = true, 0
-		out = append(out, warning{text, h})
-		for i := range out {
-			out[i].text = cutRunes(out[i].text, warningItemRunes)
-			out[i].header, _ = header(out[i].text)
-			written += utf8.RuneCountInString(out[i].text)
+		texts = append(texts, text)
+		for i := range texts {
+			texts[i] = cutRunes(texts[i], warningItemRunes)
+			written += utf8.RuneCountInString(texts[i])
 		}
 	}
-	headers := make([]string, len(out))
-	for i, w := range out {
-		headers[i] = w.header
+	headers := make([]string, len(texts))
+	for i, text := range texts {
+		// Valid: checked whole, and cutting on a rune keeps it so.
+		headers[i], _ = utilnet.NewWarningHeader(299, "-", text)
 	}
 	return headers
 }
