@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // wantStatus fails unless err is an API error with the given code and
@@ -51,3 +53,17 @@ func waitFor(t testing.TB, cond func() bool) {
 func indexOf(s, sub string) int { return strings.Index(s, sub) }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// releaseNamespace removes the finalizers of held, the last object keeping
+// its terminating namespace, and waits for the namespace to go.
+func releaseNamespace(t testing.TB, c kubernetes.Interface, held *coordinationv1.Lease) {
+	t.Helper()
+	held.Finalizers = nil
+	if _, err := c.CoordinationV1().Leases(held.Namespace).Update(t.Context(), held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := c.CoreV1().Namespaces().Get(t.Context(), held.Namespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}

@@ -197,14 +197,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{}); err != nil {
 		t.Fatalf("namespace gone while a lease in it holds a finalizer: %v", err)
 	}
-	held.Finalizers = nil
-	if _, err := c.CoordinationV1().Leases("team").Update(ctx, held, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		_, err := c.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	releaseNamespace(t, c, held)
 }
 
 // TestDeletePropagation: kubectl delete --cascade and controller-runtime

@@ -329,12 +329,7 @@ func TestPutCreateNamespaceLifecycle(t *testing.T) {
 		held = l
 		return held.DeletionTimestamp != nil
 	})
-	held.Finalizers = nil
-	must[*coordinationv1.Lease](t)(leases.Update(ctx, held, metav1.UpdateOptions{}))
-	waitFor(t, func() bool {
-		_, err := c.CoreV1().Namespaces().Get(ctx, "ending", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	releaseNamespace(t, c, held)
 }
 
 // TestWatchListOptionsValidation: SPEC-NOTES §6.2 and §7.2. Invalid
