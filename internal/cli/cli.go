@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/httpserver"
@@ -57,6 +58,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.CoordinatedLeaderElection, "coordinated-leader-election", true,
 		"keep and validate Lease spec.strategy and spec.preferredHolder (false drops them, as kube-apiserver does by default)")
 	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
+	minRequestTimeout := fs.Int("min-request-timeout", 1800,
+		"seconds: the shortest life of a watch without timeoutSeconds; each ends cleanly after a random time between this and twice this, as kube-apiserver's flag")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	etcdServers := storageFlags(fs, &cfg)
 	securityFlags(fs, &cfg)
@@ -69,6 +72,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if *minRequestTimeout <= 0 {
+		return errors.New("--min-request-timeout must be positive")
+	}
+	cfg.MinRequestTimeout = time.Duration(*minRequestTimeout) * time.Second
 	if err := checkStorageFlags(fs, &cfg, *etcdServers); err != nil {
 		return err
 	}

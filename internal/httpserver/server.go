@@ -66,6 +66,10 @@ type Config struct {
 	// BookmarkInterval is how often watches with allowWatchBookmarks get a
 	// bookmark; a minute by default.
 	BookmarkInterval time.Duration
+	// WatchWriteTimeout bounds each write of a watch stream: a client that
+	// stops reading is disconnected after at most this long (60 s by
+	// default). It does not limit how long a watch may stay quiet.
+	WatchWriteTimeout time.Duration
 }
 
 // Server serves the Kubernetes API. It is an http.Handler.
@@ -109,6 +113,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MinWatchTimeout == 0 {
 		cfg.MinWatchTimeout = 1800 * time.Second
+	}
+	if cfg.WatchWriteTimeout == 0 {
+		cfg.WatchWriteTimeout = defaultWatchWriteTimeout
 	}
 	if cfg.Ready == nil {
 		cfg.Ready = func() error { return nil }

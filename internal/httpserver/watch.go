@@ -25,10 +25,12 @@ import (
 // list (metav1.InitialEventsAnnotationKey).
 const initialEventsEndAnnotation = metav1.InitialEventsAnnotationKey
 
-// watchWriteTimeout bounds the writes of a watch stream: a client that
-// reads nothing for between half of it and all of it is disconnected, so
-// that a stuck reader holds no server resources.
-const watchWriteTimeout = 60 * time.Second
+// defaultWatchWriteTimeout bounds each write of a watch stream: a client
+// that stops reading is disconnected once a write has waited between half
+// of it and all of it, so that a stuck reader holds no server resources.
+// A quiet watch is not a stuck one: while it waits for events its
+// deadline is pushed forward (see stream.run).
+const defaultWatchWriteTimeout = 60 * time.Second
 
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
 	out, err := s.codecs.NegotiateStream(req, codec.Target{Transforms: true})
@@ -57,8 +59,9 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res *resources.
 
 	st := &stream{
 		s: s, w: w, req: req, out: out, res: res,
-		rc:        http.NewResponseController(w),
-		tableOpts: tableOpts,
+		rc:           http.NewResponseController(w),
+		tableOpts:    tableOpts,
+		writeTimeout: s.cfg.WatchWriteTimeout,
 	}
 	st.begin()
 	if err != nil {
@@ -82,9 +85,14 @@ type stream struct {
 	tableOpts metav1.TableOptions
 	// sentHeaders: a Table watch sends column definitions once.
 	sentHeaders bool
+	// writeTimeout bounds each write (Config.WatchWriteTimeout).
+	writeTimeout time.Duration
 	// deadline is the write deadline last set; it is pushed forward only
 	// when half of it has passed, since setting it on an HTTP/2 stream is
-	// a message to the connection's goroutine.
+	// a message to the connection's goroutine. On HTTP/2 it is a deadline
+	// for the whole stream, not for one write: when it passes the stream
+	// is reset even if nothing is being written, so an idle watch must
+	// keep it ahead of time (see run).
 	deadline time.Time
 }
 
@@ -124,6 +132,11 @@ func (st *stream) run(start *registry.WatchStart, bookmarks bool, deadline time.
 		defer bookmarkTimer.Stop()
 		bookmarkC = bookmarkTimer.C
 	}
+	// While the watch waits for events, its write deadline is kept at
+	// least a quarter of a write timeout ahead: only a write that blocks
+	// (a client that stopped reading) can reach it.
+	idle := time.NewTimer(st.writeTimeout / 4)
+	defer idle.Stop()
 	batch := make([]watchcache.Event, 0, 256)
 	var caughtUp int64
 	for {
@@ -153,6 +166,11 @@ func (st *stream) run(start *registry.WatchStart, bookmarks bool, deadline time.
 		}
 		select {
 		case <-wake:
+		case <-idle.C:
+			if err := st.keepDeadline(); err != nil {
+				return
+			}
+			idle.Reset(st.writeTimeout / 4)
 		case <-bookmarkC:
 			if err := st.sendBookmark(caughtUp, false); err != nil {
 				return
@@ -322,14 +340,25 @@ func (st *stream) frameEvent(eventType string, object []byte) ([]byte, error) {
 }
 
 func (st *stream) write(data []byte) error {
-	if now := time.Now(); st.deadline.Sub(now) < watchWriteTimeout/2 {
-		st.deadline = now.Add(watchWriteTimeout)
-		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
+	if err := st.keepDeadline(); err != nil {
+		return err
 	}
 	_, err := st.w.Write(data)
 	return err
+}
+
+// keepDeadline moves the write deadline a write timeout ahead once less
+// than half of it is left.
+func (st *stream) keepDeadline() error {
+	now := time.Now()
+	if st.deadline.Sub(now) >= st.writeTimeout/2 {
+		return nil
+	}
+	st.deadline = now.Add(st.writeTimeout)
+	if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
 }
 
 func (st *stream) flush() error {

@@ -109,6 +109,17 @@ type Config struct {
 	// AuthReloadInterval is how often the token, client CA and policy
 	// files are checked for changes; 0 means every second.
 	AuthReloadInterval time.Duration
+	// MinRequestTimeout is the shortest life of a watch that gives no
+	// timeoutSeconds: each lasts a random time between it and twice it
+	// (kube-apiserver's --min-request-timeout); 0 means 1800 s.
+	MinRequestTimeout time.Duration
+	// WatchWriteTimeout bounds each write of a watch stream, so that a
+	// client that stops reading is disconnected; 0 means 60 s. Tests
+	// shorten it.
+	WatchWriteTimeout time.Duration
+	// BookmarkInterval is how often a watch with allowWatchBookmarks gets
+	// a bookmark; 0 means a minute, as kube-apiserver. Tests shorten it.
+	BookmarkInterval time.Duration
 }
 
 // Storage engines for Config.Storage.
@@ -224,6 +235,9 @@ func New(cfg Config) (*Server, error) {
 		Version:                     buildinfo.KubeVersion(),
 		Ready:                       s.checkReady,
 		Logger:                      cfg.Logger,
+		MinWatchTimeout:             cfg.MinRequestTimeout,
+		WatchWriteTimeout:           cfg.WatchWriteTimeout,
+		BookmarkInterval:            cfg.BookmarkInterval,
 	})
 	s.http = &http.Server{
 		Handler:           s.api,

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
@@ -1155,6 +1156,7 @@ func (k *kubectl) start(args ...string) *running {
 	k.t.Helper()
 	r := &running{cmd: exec.Command(kubectlPath, args...), done: make(chan error, 1)}
 	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.t.TempDir())
+	r.cmd.Env = append(r.cmd.Env, k.env...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
 	if err := r.cmd.Start(); err != nil {
 		k.t.Fatal(err)
@@ -1609,4 +1611,62 @@ spec:
 	}
 	_, err := c.CoordinationV1().Leases("default").Get(t.Context(), "fresh", metav1.GetOptions{})
 	wantGone(t, err, "lease diffed into existence")
+}
+
+// TestKubectlQuietWatch: kubectl get -w on a quiet namespace keeps
+// watching past one event, over HTTP/2 and, with DISABLE_HTTP2=1
+// (client-go's switch), HTTP/1.1. The server's write timeout is shortened to a second, so that
+// a few seconds of quiet stand for many minutes of the default 60 s.
+func TestKubectlQuietWatch(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t, func(c *server.Config) { c.WatchWriteTimeout = time.Second })
+	c := s.Client(t)
+	ctx := t.Context()
+	for i, proto := range []struct{ name, env string }{{"HTTP/2", ""}, {"HTTP/1.1", "DISABLE_HTTP2=1"}} {
+		t.Run(proto.name, func(t *testing.T) {
+			t.Parallel()
+			ns := fmt.Sprintf("quiet-%d", i)
+			if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			createLease(t, c, ns, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("a")}})
+			k := newKubectl(t, s)
+			if proto.env != "" {
+				k = k.with(proto.env)
+			}
+			r := k.start("-n", ns, "get", "leases", "-w", "-v=6")
+			r.watching(t)
+			patch := func(holder string) {
+				t.Helper()
+				if _, err := c.CoordinationV1().Leases(ns).Patch(ctx, "q", "application/merge-patch+json", []byte(`{"spec":{"holderIdentity":"`+holder+`"}}`), metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			patch("b")
+			waitOutput(t, r, `q\s+b\s`)
+			r.stillRunning(t, 6*time.Second)
+			patch("c")
+			waitOutput(t, r, `q\s+c\s`)
+			if strings.Contains(r.err.String(), "INTERNAL_ERROR") || strings.Contains(r.err.String(), "watch ended with error") {
+				t.Errorf("kubectl logged a broken watch:\n%s", r.err.String())
+			}
+		})
+	}
+}
+
+// waitOutput waits until kubectl's stdout matches re.
+func waitOutput(t *testing.T, r *running, re string) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(20 * time.Second)
+	for !rx.MatchString(r.out.String()) {
+		select {
+		case err := <-r.done:
+			t.Fatalf("kubectl ended (%v) before printing %s:\n%s%s", err, re, r.out.String(), r.err.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl did not print %s within 20s:\n%s", re, r.out.String())
+		}
+	}
 }
