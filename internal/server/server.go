@@ -23,6 +23,7 @@ import (
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/datadir"
 	"github.com/leasehold/leasehold/internal/httpserver"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/pki"
@@ -142,6 +143,8 @@ type Server struct {
 	http     *http.Server
 	listener net.Listener
 	certs    *pki.Bundle
+	// dirLock holds the data directory for the server's life.
+	dirLock *datadir.Lock
 	// reloaders re-read the authentication and authorization files.
 	reloaders []func(context.Context) error
 
@@ -161,28 +164,40 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
 
+	// Nothing in the data directory is touched before it is ours.
+	lock, err := datadir.Acquire(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.dirLock = lock
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		lock.Release()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.listener = ln
+	// Every later failure releases what New took.
+	ok := false
+	defer func() {
+		if !ok {
+			ln.Close()
+			lock.Release()
+		}
+	}()
 	// The certificate covers the address actually bound (port 0 resolved).
 	addr := ln.Addr().String()
 	certs, err := pki.Ensure(cfg.DataDir, addr, "https://"+addr, time.Now())
 	if err != nil {
-		ln.Close()
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	s.certs = certs
 	authn, authz, serving, err := s.security(cfg, certs)
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 
 	store, prefix, err := openStore(cfg)
 	if err != nil {
-		ln.Close()
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
 	s.store = store
@@ -195,7 +210,6 @@ func New(cfg Config) (*Server, error) {
 	all := []*resources.Resource{leases, eps, nss}
 	docs, err := openapi.New(all)
 	if err != nil {
-		ln.Close()
 		store.Close()
 		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
 	}
@@ -203,7 +217,6 @@ func New(cfg Config) (*Server, error) {
 	// OpenAPI documents.
 	typeConverter, err := managedfields.NewTypeConverter(docs.Definitions(), false)
 	if err != nil {
-		ln.Close()
 		store.Close()
 		return nil, fmt.Errorf("building the type converter: %w", err)
 	}
@@ -218,7 +231,6 @@ func New(cfg Config) (*Server, error) {
 		TypeConverter: typeConverter,
 	})
 	if err != nil {
-		ln.Close()
 		store.Close()
 		return nil, fmt.Errorf("registry: %w", err)
 	}
@@ -247,6 +259,7 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	ok = true
 	return s, nil
 }
 
@@ -316,6 +329,7 @@ func (s *Server) checkReady() error {
 // closes, watches end cleanly, in-flight requests finish (within
 // ShutdownTimeout), and the store closes after them.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.dirLock.Release()
 	defer s.store.Close()
 	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBG()

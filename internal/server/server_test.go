@@ -2,9 +2,15 @@ package server_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,4 +67,54 @@ func TestEtcdStorage(t *testing.T) {
 	if rv := created.ResourceVersion; rv != strconv.FormatInt(resp.Kvs[0].ModRevision, 10) {
 		t.Errorf("resourceVersion %s, etcd ModRevision %d", rv, resp.Kvs[0].ModRevision)
 	}
+}
+
+// TestDataDirInUse: a second server on a data directory in use changes no
+// file in it (admin.kubeconfig above all: it would point kubectl away from
+// the running server) and says who holds it; the first keeps serving.
+func TestDataDirInUse(t *testing.T) {
+	t.Parallel()
+	first := testserver.Start(t)
+	before := snapshot(t, first.DataDir)
+	_, err := server.New(server.Config{DataDir: first.DataDir, Listen: "127.0.0.1:0", Logger: testserver.Logger()})
+	want := fmt.Sprintf("%s is in use by another leasehold (pid %d)", first.DataDir, os.Getpid())
+	if err == nil || err.Error() != want {
+		t.Fatalf("second server: %v, want %q", err, want)
+	}
+	if diff := cmp.Diff(before, snapshot(t, first.DataDir)); diff != "" {
+		t.Errorf("the second server changed the data directory (-before +after):\n%s", diff)
+	}
+	if _, err := first.Client(t).CoordinationV1().Leases("default").List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the first server after the attempt: %v", err)
+	}
+}
+
+// snapshot records every file of dir: contents, mode and modification
+// time.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		files[path] = fmt.Sprintf("%s %v %x", info.Mode(), info.ModTime().UnixNano(), sum[:8])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := files[filepath.Join(dir, "admin.kubeconfig")]; !ok {
+		t.Fatalf("no admin.kubeconfig in %s", dir)
+	}
+	return files
 }
