@@ -118,25 +118,13 @@ func securityFlags(fs *flag.FlagSet, cfg *server.Config) {
 	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", 0, "open watches per user name, system:masters excepted; more are answered 429 (0: no limit)")
 }
 
-// checkSecurityFlags validates the security flags after parsing and maps
-// them to server.Config's conventions.
+// checkSecurityFlags validates the security flags after parsing.
 func checkSecurityFlags(cfg *server.Config) error {
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-private-key-file go together")
 	}
-	for _, l := range []struct {
-		name  string
-		value *int
-	}{
-		{"--max-requests-inflight", &cfg.MaxRequestsInflight},
-		{"--max-mutating-requests-inflight", &cfg.MaxMutatingRequestsInflight},
-	} {
-		switch {
-		case *l.value < 0:
-			return fmt.Errorf("%s must not be negative", l.name)
-		case *l.value == 0:
-			*l.value = -1 // server.Config: negative means no limit
-		}
+	if cfg.MaxRequestsInflight < 0 || cfg.MaxMutatingRequestsInflight < 0 {
+		return errors.New("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
 	}
 	if cfg.MaxWatchesPerUser < 0 {
 		return errors.New("--max-watches-per-user must not be negative")

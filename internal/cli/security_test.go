@@ -32,7 +32,7 @@ func TestSecurityFlags(t *testing.T) {
 		{
 			name: "0 disables the in-flight limits",
 			args: []string{"--max-requests-inflight=0", "--max-mutating-requests-inflight=0"},
-			want: server.Config{MaxRequestsInflight: -1, MaxMutatingRequestsInflight: -1},
+			want: server.Config{MaxRequestsInflight: 0, MaxMutatingRequestsInflight: 0},
 		},
 		{name: "certificate without key", args: []string{"--tls-cert-file=s.crt"}, wantErr: true},
 		{name: "key without certificate", args: []string{"--tls-private-key-file=s.key"}, wantErr: true},

@@ -7,15 +7,16 @@ import (
 	"net/http"
 	"reflect"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"github.com/leasehold/leasehold/internal/resources"
 )
 
 // Media types served.
@@ -31,26 +32,38 @@ type Codecs struct {
 	scheme *runtime.Scheme
 	// infos are the wire formats in kube-apiserver's order of preference:
 	// JSON, YAML, protobuf.
-	infos   []runtime.SerializerInfo
-	storage runtime.Serializer
+	infos []runtime.SerializerInfo
+	// protoStorage and jsonStorage encode stored objects: protobuf for
+	// types that have a protobuf encoding (every k8s.io/api type), JSON
+	// for the others, as kube-apiserver stores built-in kinds and custom
+	// resources.
+	protoStorage, jsonStorage runtime.Serializer
 }
 
-// New builds the scheme of every type leasehold serves or answers with.
-func New() *Codecs {
+// New builds the scheme of the served kinds, at every version they are
+// served at, and of the meta types leasehold answers with.
+func New(kinds []*resources.Kind) (*Codecs, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme,
-		coordinationv1.AddToScheme,
-		metav1.AddMetaToScheme,
-		metav1beta1.AddMetaToScheme,
-	} {
+	for _, add := range []func(*runtime.Scheme) error{metav1.AddMetaToScheme, metav1beta1.AddMetaToScheme} {
 		if err := add(scheme); err != nil {
-			panic(fmt.Sprintf("codec: building scheme: %v", err))
+			return nil, fmt.Errorf("codec: building scheme: %w", err)
 		}
 	}
 	// Option types (DeleteOptions in a request body) may come as
-	// meta.k8s.io/v1, as kubectl and dynamic clients send them.
+	// meta.k8s.io/v1, as kubectl and dynamic clients send them, or in the
+	// resource's group version, as typed clients send them.
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	seen := map[schema.GroupVersion]bool{}
+	for _, k := range kinds {
+		for _, v := range k.Versions {
+			scheme.AddKnownTypeWithName(v.WithKind(k.Names.Kind), v.New())
+			scheme.AddKnownTypeWithName(v.WithKind(k.Names.ListKind), v.NewList())
+			if !seen[v.GroupVersion] {
+				seen[v.GroupVersion] = true
+				metav1.AddToGroupVersion(scheme, v.GroupVersion)
+			}
+		}
+	}
 
 	factory := serializer.NewCodecFactory(scheme, serializer.EnablePretty)
 	var infos []runtime.SerializerInfo
@@ -61,10 +74,11 @@ func New() *Codecs {
 		}
 	}
 	return &Codecs{
-		scheme:  scheme,
-		infos:   infos,
-		storage: protobuf.NewSerializer(scheme, scheme),
-	}
+		scheme:       scheme,
+		infos:        infos,
+		protoStorage: protobuf.NewSerializer(scheme, scheme),
+		jsonStorage:  kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{}),
+	}, nil
 }
 
 // Scheme returns the scheme. Callers must not register types in it.
@@ -225,4 +239,50 @@ func join(s []string) string {
 		b.WriteString(v)
 	}
 	return b.String()
+}
+
+// DecodeObject decodes an object of res that a client sent (a request
+// body, or what a patch made of the stored object), as kube-apiserver's
+// decoder does: strict or lenient (see Decode), then the version's
+// defaults applied. Defaults are applied here and nowhere else. A body of
+// another group version or kind fails with a *WrongKindError.
+func (c *Codecs) DecodeObject(info runtime.SerializerInfo, strict bool, body []byte, res resources.Resource) (resources.Object, Decoded, error) {
+	d, err := c.Decode(info, strict, body, res.New())
+	if err != nil {
+		return nil, d, err
+	}
+	obj, ok := d.Object.(resources.Object)
+	if !ok || d.GVK.GroupVersion() != res.GroupVersion() || d.GVK.Kind != res.Kind.Names.Kind {
+		return nil, d, &WrongKindError{Got: d.GVK, Want: res.GroupVersionKind(), Object: d.Object}
+	}
+	res.Default(obj)
+	return obj, d, nil
+}
+
+// WrongKindError says a decoded object is not of the expected kind.
+type WrongKindError struct {
+	Got, Want schema.GroupVersionKind
+	Object    runtime.Object
+}
+
+func (e *WrongKindError) Error() string {
+	return fmt.Sprintf("decoded %v, want %v", e.Got, e.Want)
+}
+
+// ObjectFromMap converts what a strategic merge patch made of an object
+// into an object of res, as kube-apiserver's patch handler does
+// (DefaultUnstructuredConverter, with strict field checks when strict),
+// and applies the version's defaults, as DecodeObject does. Unknown and
+// duplicate fields come back in strictErrs.
+func (c *Codecs) ObjectFromMap(m map[string]any, strict bool, res resources.Resource) (obj resources.Object, strictErrs []error, err error) {
+	obj = res.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, obj, strict); err != nil {
+		se, ok := runtime.AsStrictDecodingError(err)
+		if !ok {
+			return nil, nil, err
+		}
+		strictErrs = se.Errors()
+	}
+	res.Default(obj)
+	return obj, strictErrs, nil
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/resources"
 )
 
 // Item encodings are an object's serialised form without apiVersion and
@@ -17,20 +19,38 @@ import (
 // assembled from them, so that each cached object is encoded once per wire
 // format however often it is read.
 
-// ItemSlot returns the memo slot for an output's item encoding and whether
-// the output can be assembled from items at all (JSON and protobuf without
-// pretty-printing or a transform).
-func ItemSlot(out Output) (slot int, ok bool) {
+// Item formats: the memo slot of each wire format whose objects, lists
+// and events are assembled from item encodings.
+const (
+	itemJSON = iota
+	itemProtobuf
+)
+
+// itemFormat returns the item format of an output and whether it has one
+// at all (JSON and protobuf without pretty-printing or a transform).
+func itemFormat(out Output) (format int, ok bool) {
 	if out.Transform != nil || out.Pretty {
 		return 0, false
 	}
 	switch out.Info.MediaType {
 	case JSON:
-		return 0, true
+		return itemJSON, true
 	case Protobuf:
-		return 1, true
+		return itemProtobuf, true
 	}
 	return 0, false
+}
+
+// item returns the item encoding of a cached object (storage version) at
+// res's version, from the memo when it holds it.
+func (c *Codecs) item(out Output, format int, res resources.Resource, obj Cached) ([]byte, error) {
+	return obj.Memo.item(format, res.VersionIndex(), func() ([]byte, error) {
+		v, err := res.FromStorage(obj.Obj)
+		if err != nil {
+			return nil, err
+		}
+		return c.EncodeItem(out, v)
+	})
 }
 
 // protoMarshaler is implemented by every k8s.io/api type.
@@ -38,7 +58,7 @@ type protoMarshaler interface {
 	Marshal() ([]byte, error)
 }
 
-// EncodeItem returns obj's item encoding for out (see ItemSlot).
+// EncodeItem returns obj's item encoding for out (see itemFormat).
 func (c *Codecs) EncodeItem(out Output, obj runtime.Object) ([]byte, error) {
 	switch out.Info.MediaType {
 	case JSON:

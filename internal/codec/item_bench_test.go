@@ -6,7 +6,7 @@ import (
 )
 
 func BenchmarkEncodeItem(b *testing.B) {
-	c := New()
+	c := newCodecs(b)
 	for _, mt := range []string{JSON, Protobuf} {
 		b.Run(mt, func(b *testing.B) {
 			out := output(&testing.T{}, c, mt)

@@ -10,6 +10,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
 
 func testLease(name string) *coordinationv1.Lease {
@@ -31,8 +33,18 @@ func output(t *testing.T, c *Codecs, mediaType string) Output {
 	return out
 }
 
+// newCodecs returns the codecs of the built-in kinds.
+func newCodecs(tb testing.TB) *Codecs {
+	tb.Helper()
+	c, err := New(builtin.Kinds(builtin.Options{}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 func TestItemsAssembleLikeSerializers(t *testing.T) {
-	c := New()
+	c := newCodecs(t)
 	for _, mt := range []string{JSON, Protobuf} {
 		t.Run(mt, func(t *testing.T) {
 			out := output(t, c, mt)

@@ -17,6 +17,9 @@ import (
 type Transform struct {
 	Kind    string // "Table", "PartialObjectMetadata", "PartialObjectMetadataList"
 	Version string // "v1" or "v1beta1" of meta.k8s.io
+	// Table holds the request's table options (TableOptions), for Kind
+	// "Table"; the caller decodes them when it is ready to answer.
+	Table metav1.TableOptions
 }
 
 // Output is the negotiated response format.

@@ -9,10 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// EncodeStorage returns the bytes stored for obj: kube-apiserver's storage
-// encoding (the protobuf envelope "k8s\x00" + runtime.Unknown), with
-// apiVersion and kind set and metadata.resourceVersion left out, since the
-// store's revision is the resourceVersion.
+// EncodeStorage returns the bytes stored for obj, an object of its kind's
+// storage version: kube-apiserver's storage encoding, the protobuf
+// envelope ("k8s\x00" + runtime.Unknown) for types with a protobuf
+// encoding and JSON for the others, with apiVersion and kind set and
+// metadata.resourceVersion left out, since the store's revision is the
+// resourceVersion.
 func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 	typed, err := c.WithTypeMeta(obj)
 	if err != nil {
@@ -32,9 +34,18 @@ func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 		m, _ = meta.Accessor(typed)
 		m.SetResourceVersion("")
 	}
+	s := c.jsonStorage
+	if _, ok := typed.(protoMarshaler); ok {
+		s = c.protoStorage
+	}
 	var buf bytes.Buffer
-	if err := c.storage.Encode(typed, &buf); err != nil {
+	if err := s.Encode(typed, &buf); err != nil {
 		return nil, err
+	}
+	if s == c.jsonStorage {
+		// The JSON serializer ends with a newline, which is not part of
+		// the object.
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 	}
 	return buf.Bytes(), nil
 }
@@ -42,7 +53,11 @@ func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 // DecodeStorage decodes stored bytes into into and sets its
 // resourceVersion to rev. The result has apiVersion and kind set.
 func (c *Codecs) DecodeStorage(data []byte, rev int64, into runtime.Object) error {
-	obj, _, err := c.storage.Decode(data, nil, into)
+	s := c.jsonStorage
+	if bytes.HasPrefix(data, protobufPrefix) {
+		s = c.protoStorage
+	}
+	obj, _, err := s.Decode(data, nil, into)
 	if err != nil {
 		return fmt.Errorf("codec: decoding stored object: %w", err)
 	}

@@ -8,10 +8,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/validate/content"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -24,97 +20,6 @@ type Authorizer interface {
 	Authorize(a auth.Attributes) (decision auth.Decision, reason string)
 	// RulesFor lists what u may do in namespace (SelfSubjectRulesReview).
 	RulesFor(u auth.User, namespace string) auth.Rules
-}
-
-// requestAttributes describes a request for authorization as
-// kube-apiserver's RequestInfoFactory does
-// (apiserver/pkg/endpoints/request/requestinfo.go): /api/{version}/... and
-// /apis/{group}/{version}/... with at least a resource are resource
-// requests, with a Kubernetes verb; everything else (discovery documents,
-// /openapi, /debug/pprof) is a non-resource request whose verb is the
-// lower-case HTTP method. The quirks are kube-apiserver's: a namespace's
-// own path names it as the namespace too, and a list or watch whose field
-// selector fixes metadata.name is authorized with that name.
-func requestAttributes(req *http.Request) auth.Attributes {
-	a := auth.Attributes{Path: req.URL.Path, Verb: strings.ToLower(req.Method)}
-	parts := splitPath(req.URL.Path)
-	if len(parts) < 3 || parts[0] != "api" && parts[0] != "apis" {
-		return a
-	}
-	prefix := parts[0]
-	parts = parts[1:]
-	if prefix == "apis" {
-		if len(parts) < 3 {
-			return a
-		}
-		a.APIGroup = parts[0]
-		parts = parts[1:]
-	}
-	a.ResourceRequest = true
-	a.APIVersion = parts[0]
-	parts = parts[1:]
-
-	if parts[0] == "watch" || parts[0] == "proxy" {
-		a.Verb = parts[0]
-		parts = parts[1:]
-		if len(parts) == 0 {
-			// kube-apiserver fails such a request (500); leasehold
-			// authorizes it without a resource, and the router answers
-			// 404.
-			return a
-		}
-	} else {
-		switch req.Method {
-		case http.MethodPost:
-			a.Verb = "create"
-		case http.MethodGet, http.MethodHead:
-			a.Verb = "get"
-		case http.MethodPut:
-			a.Verb = "update"
-		case http.MethodPatch:
-			a.Verb = "patch"
-		case http.MethodDelete:
-			a.Verb = "delete"
-		default:
-			a.Verb = ""
-		}
-	}
-	if parts[0] == "namespaces" && len(parts) > 1 {
-		a.Namespace = parts[1]
-		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
-			parts = parts[2:]
-		}
-	}
-	switch {
-	case len(parts) >= 3 && a.Verb != "proxy":
-		a.Subresource = parts[2]
-		fallthrough
-	case len(parts) >= 2:
-		a.Name = parts[1]
-		fallthrough
-	case len(parts) >= 1:
-		a.Resource = parts[0]
-	}
-	if a.Name == "" && a.Verb == "get" {
-		var opts metainternalversion.ListOptions
-		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-			// As kube-apiserver: a list, unless watch is set.
-			opts = metainternalversion.ListOptions{Watch: isWatch(req)}
-		}
-		a.Verb = "list"
-		if opts.Watch {
-			a.Verb = "watch"
-		}
-		if opts.FieldSelector != nil {
-			if name, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); ok && len(content.IsPathSegmentName(name)) == 0 {
-				a.Name = name
-			}
-		}
-	}
-	if a.Name == "" && a.Verb == "delete" {
-		a.Verb = "deletecollection"
-	}
-	return a
 }
 
 // longRunning reports whether a request may outlive the request timeout
@@ -132,14 +37,14 @@ func mutating(a auth.Attributes) bool { return !a.IsReadOnly() }
 // kube-apiserver's 403. A PUT that would create its object (and a
 // server-side apply that would) also needs the create verb, as in
 // kube-apiserver's update and patch handlers.
-func (s *Server) authorize(ctx context.Context, req *http.Request, a auth.Attributes) error {
+func (s *Server) authorize(ctx context.Context, req *http.Request, r *request) error {
 	if s.authz == nil {
 		return nil
 	}
-	if d, reason := s.authz.Authorize(a); d != auth.DecisionAllow {
-		return forbidden(a, reason)
+	if d, reason := s.authz.Authorize(r.attrs); d != auth.DecisionAllow {
+		return forbidden(r.attrs, reason)
 	}
-	return s.authorizeCreateOnUpdate(ctx, req, a)
+	return s.authorizeCreateOnUpdate(ctx, req, r)
 }
 
 // authorizeCreateOnUpdate checks create for a PUT (or apply PATCH) to a
@@ -148,7 +53,8 @@ func (s *Server) authorize(ctx context.Context, req *http.Request, a auth.Attrib
 // is looked up first, so a delete racing with the request can let the PUT
 // create without the check. With ABAC that cannot matter: a policy that
 // allows update allows create.
-func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request, a auth.Attributes) error {
+func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request, r *request) error {
+	a := r.attrs
 	if !a.ResourceRequest || a.Subresource != "" || a.Name == "" {
 		return nil
 	}
@@ -158,8 +64,8 @@ func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request,
 	default:
 		return nil
 	}
-	res := s.resources[resourceKey{a.APIGroup, a.APIVersion, a.Resource}]
-	if res == nil || a.Verb == "update" && !res.AllowCreateOnUpdate || s.reg == nil {
+	res, ok := s.reg.Resource(r.gvr())
+	if !ok || a.Verb == "update" && !res.Kind.Updates.AllowCreateOnUpdate {
 		return nil
 	}
 	create := a
@@ -168,11 +74,7 @@ func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request,
 	if d == auth.DecisionAllow {
 		return nil
 	}
-	namespace := a.Namespace
-	if !res.Namespaced {
-		namespace = ""
-	}
-	if _, err := s.reg.Get(ctx, res, namespace, a.Name, ""); !apierrors.IsNotFound(err) {
+	if _, err := s.reg.Get(ctx, res, r.namespace(), a.Name, ""); !apierrors.IsNotFound(err) {
 		// Present (an update), or unknown: the handler decides.
 		return nil
 	}

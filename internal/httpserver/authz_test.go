@@ -14,7 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/auth"
 )
 
-func TestRequestAttributes(t *testing.T) {
+func TestParseRequest(t *testing.T) {
 	type attrs struct {
 		Resource                                        bool
 		Verb, Group, Version, Namespace, Res, Sub, Name string
@@ -57,7 +57,7 @@ func TestRequestAttributes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.url, func(t *testing.T) {
-			a := requestAttributes(httptest.NewRequest(tc.method, tc.url, nil))
+			a := parseRequest(httptest.NewRequest(tc.method, tc.url, nil)).attrs
 			got := attrs{a.ResourceRequest, a.Verb, a.APIGroup, a.APIVersion, a.Namespace, a.Resource, a.Subresource, a.Name}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

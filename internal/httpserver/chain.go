@@ -25,18 +25,20 @@ func userFrom(ctx context.Context) (auth.User, bool) {
 // deadline and timeout (not for watches and profiles), authentication
 // (401), the in-flight limits (429), authorization (403), then the API.
 func (s *Server) serveChain(w http.ResponseWriter, req *http.Request) {
-	a := requestAttributes(req)
-	if longRunning(a) {
+	r := parseRequest(req)
+	if longRunning(r.attrs) {
 		defer s.recoverLongRunning(req)
-		s.serveAuthenticated(w, req, a)
+		s.serveAuthenticated(w, req, r)
 		return
 	}
-	s.withTimeout(w, req, a, func(w http.ResponseWriter, req *http.Request) {
-		s.serveAuthenticated(w, req, a)
+	s.withTimeout(w, req, r, func(w http.ResponseWriter, req *http.Request) {
+		s.serveAuthenticated(w, req, r)
 	})
 }
 
-func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, a auth.Attributes) {
+func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, shared *request) {
+	// withTimeout still reads the request it shares with this handler.
+	r := *shared
 	if s.authn != nil {
 		u, ok, err := s.authn.Authenticate(req)
 		if err != nil || !ok {
@@ -46,27 +48,27 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, a 
 			s.writeError(w, req, unauthorized())
 			return
 		}
-		a.User = u
+		r.attrs.User = u
 		req = req.WithContext(withUser(req.Context(), u))
 	}
-	release, ok := s.limits.admit(a)
+	release, ok := s.limits.admit(r.attrs)
 	if !ok {
 		tooManyRequests(w)
 		return
 	}
 	defer release()
-	if err := s.authorize(req.Context(), req, a); err != nil {
+	if err := s.authorize(req.Context(), req, &r); err != nil {
 		s.writeError(w, req, err)
 		return
 	}
-	if err := checkSelectors(req, a); err != nil {
+	if err := checkSelectors(&r); err != nil {
 		s.writeError(w, req, err)
 		return
 	}
 	if s.serveReview(w, req) {
 		return
 	}
-	if err := s.serveAPI(w, req, a); err != nil {
+	if err := s.serveAPI(w, req, &r); err != nil {
 		s.writeError(w, req, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,39 +13,77 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
-// group is one API group and the resources it serves (one version each).
+// group is one API group as discovery lists it: its versions, the
+// preferred first.
 type group struct {
-	name      string // "" for the core group
-	version   string
-	resources []*resources.Resource
+	name     string // "" for the core group
+	versions []groupVersion
 }
 
-func (g group) groupVersion() string {
-	if g.name == "" {
-		return g.version
+// groupVersion is one version of a group and the resources it serves,
+// by name.
+type groupVersion struct {
+	schema.GroupVersion
+	resources []entry
+}
+
+// entry is one resource as discovery lists it.
+type entry struct {
+	plural, singular, kind string
+	namespaced             bool
+	verbs, shortNames      []string
+	// storageVersionHash is empty for resources without storage (the
+	// reviews), as kube-apiserver lists them.
+	storageVersionHash string
+	subresources       []resources.Subresource
+}
+
+// entryOf is the discovery entry of a served kind.
+func entryOf(k *resources.Kind) entry {
+	return entry{
+		plural: k.Names.Plural, singular: k.Names.Singular, kind: k.Names.Kind,
+		namespaced: k.Namespaced, verbs: k.ServedVerbs(), shortNames: k.Names.ShortNames,
+		storageVersionHash: k.StorageVersionHash(),
+		subresources:       k.Subresources,
 	}
-	return g.name + "/" + g.version
 }
 
-// groupsOf arranges resources by group, core first, then by name.
-func groupsOf(rs []*resources.Resource) []group {
-	byName := map[string]*group{}
-	for _, r := range rs {
-		g := byName[r.Group]
-		if g == nil {
-			g = &group{name: r.Group, version: r.Version}
-			byName[r.Group] = g
+// groupsOf arranges the served kinds (at each of their versions) and the
+// extra entries by group, core first, then by name; a group's versions
+// by kube-apiserver's version priority (v1 before v1beta1 before
+// v1alpha1), its resources by name.
+func groupsOf(kinds []*resources.Kind, extra map[schema.GroupVersion][]entry) []group {
+	byGV := map[schema.GroupVersion][]entry{}
+	for _, k := range kinds {
+		for _, v := range k.Versions {
+			byGV[v.GroupVersion] = append(byGV[v.GroupVersion], entryOf(k))
 		}
-		g.resources = append(g.resources, r)
 	}
-	var out []group
+	for gv, es := range extra {
+		byGV[gv] = append(byGV[gv], es...)
+	}
+	byName := map[string]*group{}
+	for gv, es := range byGV {
+		sort.Slice(es, func(i, j int) bool { return es[i].plural < es[j].plural })
+		g := byName[gv.Group]
+		if g == nil {
+			g = &group{name: gv.Group}
+			byName[gv.Group] = g
+		}
+		g.versions = append(g.versions, groupVersion{GroupVersion: gv, resources: es})
+	}
+	out := make([]group, 0, len(byName))
 	for _, g := range byName {
-		sort.Slice(g.resources, func(i, j int) bool { return g.resources[i].Plural < g.resources[j].Plural })
+		sort.Slice(g.versions, func(i, j int) bool {
+			return version.CompareKubeAwareVersionStrings(g.versions[i].Version, g.versions[j].Version) > 0
+		})
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
@@ -77,23 +116,23 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, req *http.Request) bool {
 		}
 		doc = s.apiGroupList()
 	case len(parts) == 2 && parts[0] == "api":
-		g, ok := s.findGroup("", parts[1])
+		gv, ok := s.findGroupVersion(schema.GroupVersion{Version: parts[1]})
 		if !ok {
 			return false
 		}
-		doc = resourceList(g)
+		doc = resourceList(gv)
 	case len(parts) == 2 && parts[0] == "apis":
-		g, ok := s.findGroup(parts[1], "")
+		g, ok := s.findGroup(parts[1])
 		if !ok || g.name == "" {
 			return false
 		}
 		doc = apiGroup(g)
 	case len(parts) == 3 && parts[0] == "apis":
-		g, ok := s.findGroup(parts[1], parts[2])
-		if !ok || g.name == "" {
+		gv, ok := s.findGroupVersion(schema.GroupVersion{Group: parts[1], Version: parts[2]})
+		if !ok || gv.Group == "" {
 			return false
 		}
-		doc = resourceList(g)
+		doc = resourceList(gv)
 	default:
 		return false
 	}
@@ -110,15 +149,28 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, req *http.Request) bool {
 	return true
 }
 
-// findGroup finds a served group by name and, unless version is empty,
-// version.
-func (s *Server) findGroup(name, version string) (group, bool) {
+// findGroup finds a served group by name.
+func (s *Server) findGroup(name string) (group, bool) {
 	for _, g := range s.groups {
-		if g.name == name && (version == "" || g.version == version) {
+		if g.name == name {
 			return g, true
 		}
 	}
 	return group{}, false
+}
+
+// findGroupVersion finds a served group version.
+func (s *Server) findGroupVersion(gv schema.GroupVersion) (groupVersion, bool) {
+	g, ok := s.findGroup(gv.Group)
+	if !ok {
+		return groupVersion{}, false
+	}
+	for _, v := range g.versions {
+		if v.Version == gv.Version {
+			return v, true
+		}
+	}
+	return groupVersion{}, false
 }
 
 // wantsAggregated reports whether the client asks for aggregated
@@ -161,60 +213,51 @@ func (s *Server) apiGroupList() *metav1.APIGroupList {
 }
 
 func apiGroup(g group) *metav1.APIGroup {
-	gv := metav1.GroupVersionForDiscovery{GroupVersion: g.groupVersion(), Version: g.version}
-	ag := &metav1.APIGroup{Name: g.name, Versions: []metav1.GroupVersionForDiscovery{gv}, PreferredVersion: gv}
+	ag := &metav1.APIGroup{Name: g.name}
+	for _, v := range g.versions {
+		ag.Versions = append(ag.Versions, metav1.GroupVersionForDiscovery{GroupVersion: v.String(), Version: v.Version})
+	}
+	ag.PreferredVersion = ag.Versions[0]
 	ag.Kind, ag.APIVersion = "APIGroup", "v1"
 	return ag
 }
 
-func resourceList(g group) *metav1.APIResourceList {
-	l := &metav1.APIResourceList{GroupVersion: g.groupVersion()}
+func resourceList(gv groupVersion) *metav1.APIResourceList {
+	l := &metav1.APIResourceList{GroupVersion: gv.String()}
 	l.Kind, l.APIVersion = "APIResourceList", "v1"
-	for _, r := range g.resources {
+	for _, e := range gv.resources {
 		l.APIResources = append(l.APIResources, metav1.APIResource{
-			Name:               r.Plural,
-			SingularName:       r.Singular,
-			Namespaced:         r.Namespaced,
-			Kind:               r.Kind,
-			Verbs:              r.ServedVerbs(),
-			ShortNames:         r.ShortNames,
-			StorageVersionHash: storageVersionHash(r),
+			Name:               e.plural,
+			SingularName:       e.singular,
+			Namespaced:         e.namespaced,
+			Kind:               e.kind,
+			Verbs:              e.verbs,
+			ShortNames:         e.shortNames,
+			StorageVersionHash: e.storageVersionHash,
 		})
-		for _, name := range sortedKeys(r.Subresources) {
+		for _, sub := range sortedSubresources(e.subresources) {
 			l.APIResources = append(l.APIResources, metav1.APIResource{
-				Name:       r.Plural + "/" + name,
-				Namespaced: r.Namespaced,
-				Kind:       r.Kind,
-				Verbs:      subresourceVerbs(name),
+				Name:       e.plural + "/" + sub.Name,
+				Namespaced: e.namespaced,
+				Kind:       e.kind,
+				Verbs:      sortedVerbs(sub.Verbs),
 			})
 		}
 	}
 	return l
 }
 
-// storageVersionHash is empty for resources without storage (the
-// reviews), as kube-apiserver lists them.
-func storageVersionHash(r *resources.Resource) string {
-	if r.KeyPath == "" {
-		return ""
-	}
-	return r.StorageVersionHash()
+// sortedSubresources returns subs by name, as discovery lists them.
+func sortedSubresources(subs []resources.Subresource) []resources.Subresource {
+	out := slices.Clone(subs)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
-func subresourceVerbs(name string) []string {
-	if name == "finalize" {
-		return []string{"update"}
-	}
-	return []string{"get", "patch", "update"}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+func sortedVerbs(verbs []string) []string {
+	out := slices.Clone(verbs)
+	sort.Strings(out)
+	return out
 }
 
 // aggregated builds the apidiscovery.k8s.io/v2 document of /api (core
@@ -226,32 +269,35 @@ func (s *Server) aggregated(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
 		if (g.name == "") != core {
 			continue
 		}
-		v := apidiscoveryv2.APIVersionDiscovery{Version: g.version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
-		for _, r := range g.resources {
-			scope := apidiscoveryv2.ScopeCluster
-			if r.Namespaced {
-				scope = apidiscoveryv2.ScopeNamespace
-			}
-			kind := &metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-			rd := apidiscoveryv2.APIResourceDiscovery{
-				Resource:         r.Plural,
-				ResponseKind:     kind,
-				Scope:            scope,
-				SingularResource: r.Singular,
-				Verbs:            r.ServedVerbs(),
-				ShortNames:       r.ShortNames,
-			}
-			for _, name := range sortedKeys(r.Subresources) {
-				rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-					Subresource:  name,
-					ResponseKind: kind,
-					Verbs:        subresourceVerbs(name),
-				})
-			}
-			v.Resources = append(v.Resources, rd)
-		}
-		gd := apidiscoveryv2.APIGroupDiscovery{Versions: []apidiscoveryv2.APIVersionDiscovery{v}}
+		gd := apidiscoveryv2.APIGroupDiscovery{}
 		gd.Name = g.name
+		for _, gv := range g.versions {
+			v := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+			for _, e := range gv.resources {
+				scope := apidiscoveryv2.ScopeCluster
+				if e.namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
+				kind := &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: e.kind}
+				rd := apidiscoveryv2.APIResourceDiscovery{
+					Resource:         e.plural,
+					ResponseKind:     kind,
+					Scope:            scope,
+					SingularResource: e.singular,
+					Verbs:            e.verbs,
+					ShortNames:       e.shortNames,
+				}
+				for _, sub := range sortedSubresources(e.subresources) {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource:  sub.Name,
+						ResponseKind: kind,
+						Verbs:        sortedVerbs(sub.Verbs),
+					})
+				}
+				v.Resources = append(v.Resources, rd)
+			}
+			gd.Versions = append(gd.Versions, v)
+		}
 		l.Items = append(l.Items, gd)
 	}
 	return l

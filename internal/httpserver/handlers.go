@@ -1,9 +1,11 @@
 package httpserver
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"unicode"
@@ -24,51 +26,43 @@ import (
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
-func (s *Server) get(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) get(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
 	if err != nil {
 		return err
 	}
 	var opts metav1.GetOptions
-	if err := decodeParams(req, &opts); err != nil {
+	if err := decodeParams(r.query, &opts); err != nil {
 		return err
 	}
-	o, err := s.reg.Get(req.Context(), res, info.namespace, info.name, opts.ResourceVersion)
+	obj, err := s.reg.Get(req.Context(), res, r.namespace(), r.name(), opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
-	if slot, ok := codec.ItemSlot(out); ok {
-		item, err := o.Memo(slot, func() ([]byte, error) { return s.codecs.EncodeItem(out, o.Obj) })
-		if err != nil {
-			return apierrors.NewInternalError(err)
-		}
-		s.writeItem(w, req, out, res, http.StatusOK, item)
-		return nil
-	}
-	return s.writeResult(w, req, out, res, http.StatusOK, o.Obj)
+	return s.writeResult(w, req, r, out, res, http.StatusOK, obj)
 }
 
-func (s *Server) list(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) list(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true, List: true})
 	if err != nil {
 		return err
 	}
-	opts, err := listOptions(req)
+	opts, err := listOptions(r.query)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.List(req.Context(), res, info.namespace, opts)
+	result, err := s.reg.List(req.Context(), res, r.namespace(), opts)
 	if err != nil {
 		return err
 	}
-	return s.writeList(w, req, out, res, result)
+	return s.writeList(w, req, r, out, res, result)
 }
 
 // listOptions decodes and validates list parameters as kube-apiserver
 // does: 400 for what does not parse, 422 for invalid combinations.
-func listOptions(req *http.Request) (*metainternalversion.ListOptions, error) {
+func listOptions(query url.Values) (*metainternalversion.ListOptions, error) {
 	opts := &metainternalversion.ListOptions{}
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
@@ -77,20 +71,20 @@ func listOptions(req *http.Request) (*metainternalversion.ListOptions, error) {
 	return opts, nil
 }
 
-func decodeParams(req *http.Request, into runtime.Object) error {
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, into); err != nil {
+func decodeParams(query url.Values, into runtime.Object) error {
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, into); err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
 	return nil
 }
 
-func (s *Server) create(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
 	if err != nil {
 		return err
 	}
 	var opts metav1.CreateOptions
-	if err := decodeParams(req, &opts); err != nil {
+	if err := decodeParams(r.query, &opts); err != nil {
 		return err
 	}
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
@@ -100,23 +94,22 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *resources
 	if err != nil {
 		return err
 	}
-	// checkRoute refused a cluster-scoped resource below a namespace.
-	result, err := s.reg.Create(req.Context(), res, info.namespace, obj, registry.WriteOptions{
+	result, err := s.reg.Create(req.Context(), res, r.namespace(), obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(warnings, result.Warnings...))
 	if err != nil {
 		return err
 	}
-	return s.writeResult(w, req, out, res, http.StatusCreated, result.Object)
+	return s.writeResult(w, req, r, out, res, http.StatusCreated, codec.Cached{Obj: result.Object})
 }
 
-func (s *Server) update(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
 	if err != nil {
 		return err
 	}
 	var opts metav1.UpdateOptions
-	if err := decodeParams(req, &opts); err != nil {
+	if err := decodeParams(r.query, &opts); err != nil {
 		return err
 	}
 	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
@@ -126,30 +119,30 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *resources
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.Update(req.Context(), res, info.namespace, info.name, info.subresource, obj, registry.WriteOptions{
+	result, err := s.reg.Update(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(warnings, result.Warnings...))
 	if err != nil {
 		return err
 	}
-	return s.writeWriteResult(w, req, out, res, result)
+	return s.writeWriteResult(w, req, r, out, res, result)
 }
 
 // writeWriteResult answers an update or a patch: 201 when it created the
 // object, 200 otherwise.
-func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, out codec.Output, res *resources.Resource, result registry.WriteResult) error {
+func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, r *request, out codec.Output, res resources.Resource, result registry.WriteResult) error {
 	code := http.StatusOK
 	if result.Created {
 		code = http.StatusCreated
 	}
-	return s.writeResult(w, req, out, res, code, result.Object)
+	return s.writeResult(w, req, r, out, res, code, codec.Cached{Obj: result.Object})
 }
 
 // decodeBody reads and decodes a create or update body: size limit, media
 // type, strict or lenient decoding per fieldValidation, apiVersion and kind
-// checks, then defaulting. Warnings are the unknown or duplicate fields of
-// fieldValidation=Warn.
-func (s *Server) decodeBody(req *http.Request, res *resources.Resource, fieldValidation string) (resources.Object, []string, error) {
+// checks, and the version's defaults. Warnings are the unknown or
+// duplicate fields of fieldValidation=Warn.
+func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldValidation string) (resources.Object, []string, error) {
 	info, err := s.codecs.InputSerializer(req.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, nil, err
@@ -162,8 +155,14 @@ func (s *Server) decodeBody(req *http.Request, res *resources.Resource, fieldVal
 		fieldValidation = metav1.FieldValidationWarn
 	}
 	strict := fieldValidation != metav1.FieldValidationIgnore
-	d, err := s.codecs.Decode(info, strict, body, res.New())
-	if err != nil {
+	obj, d, err := s.codecs.DecodeObject(info, strict, body, res)
+	var wrong *codec.WrongKindError
+	switch {
+	case errors.As(err, &wrong) && wrong.Got.GroupVersion() != wrong.Want.GroupVersion():
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", wrong.Got.GroupVersion(), wrong.Want.GroupVersion()))
+	case errors.As(err, &wrong):
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match the expected kind", wrong.Got.Kind, wrong.Got.Version, wrong.Want.Kind))
+	case err != nil:
 		return nil, nil, err
 	}
 	var warnings []string
@@ -174,16 +173,6 @@ func (s *Server) decodeBody(req *http.Request, res *resources.Resource, fieldVal
 		for _, e := range d.Strict {
 			warnings = append(warnings, e.Error())
 		}
-	}
-	if gv := d.GVK.GroupVersion(); gv != res.GroupVersion() {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gv, res.GroupVersion()))
-	}
-	obj, ok := d.Object.(resources.Object)
-	if !ok || d.GVK.Kind != res.Kind {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match the expected kind", d.GVK.Kind, d.GVK.Version, res.Kind))
-	}
-	if res.Default != nil {
-		res.Default(obj)
 	}
 	return obj, warnings, nil
 }
@@ -203,16 +192,16 @@ func (s *Server) readBody(req *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
 	if err != nil {
 		return err
 	}
-	opts, err := s.deleteOptions(req)
+	opts, err := s.deleteOptions(req, r)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.Delete(req.Context(), res, info.namespace, info.name, opts)
+	result, err := s.reg.Delete(req.Context(), res, r.namespace(), r.name(), opts)
 	if err != nil {
 		return err
 	}
@@ -221,14 +210,14 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *resources
 		if opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // kube-apiserver keeps this for old clients
 			code = http.StatusAccepted
 		}
-		return s.writeResult(w, req, out, res, code, result.Object)
+		return s.writeResult(w, req, r, out, res, code, codec.Cached{Obj: result.Object})
 	}
 	status := &metav1.Status{
 		Status: metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
 			Name:  result.Object.GetName(),
-			Group: res.Group,
-			Kind:  res.Plural, // kube-apiserver puts the resource here
+			Group: res.Version.Group,
+			Kind:  res.Kind.Names.Plural, // kube-apiserver puts the resource here
 			UID:   result.Object.GetUID(),
 		},
 	}
@@ -238,14 +227,14 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *resources
 
 // deleteOptions reads DeleteOptions from the body, or from the query when
 // the body is empty, as kube-apiserver does.
-func (s *Server) deleteOptions(req *http.Request) (*metav1.DeleteOptions, error) {
+func (s *Server) deleteOptions(req *http.Request, r *request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := s.readBody(req)
 	if err != nil {
 		return nil, err
 	}
 	if len(body) == 0 {
-		if err := decodeParams(req, opts); err != nil {
+		if err := decodeParams(r.query, opts); err != nil {
 			return nil, err
 		}
 		return opts, nil
@@ -264,24 +253,24 @@ func (s *Server) deleteOptions(req *http.Request) (*metav1.DeleteOptions, error)
 	return opts, nil
 }
 
-func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true, List: true})
 	if err != nil {
 		return err
 	}
-	listOpts, err := listOptions(req)
+	listOpts, err := listOptions(r.query)
 	if err != nil {
 		return err
 	}
-	opts, err := s.deleteOptions(req)
+	opts, err := s.deleteOptions(req, r)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.DeleteCollection(req.Context(), res, info.namespace, listOpts, opts)
+	result, err := s.reg.DeleteCollection(req.Context(), res, r.namespace(), listOpts, opts)
 	if err != nil {
 		return err
 	}
-	return s.writeList(w, req, out, res, result)
+	return s.writeList(w, req, r, out, res, result)
 }
 
 // patchTypes are the accepted patch media types, in kube-apiserver's order.
@@ -292,7 +281,7 @@ var patchTypes = []string{
 	string(types.ApplyYAMLPatchType),
 }
 
-func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.Resource, info requestInfo) error {
+func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	contentType := req.Header.Get("Content-Type")
 	if i := strings.IndexByte(contentType, ';'); i > 0 {
 		contentType = contentType[:i]
@@ -311,7 +300,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.
 		return err
 	}
 	var opts metav1.PatchOptions
-	if err := decodeParams(req, &opts); err != nil {
+	if err := decodeParams(r.query, &opts); err != nil {
 		return err
 	}
 	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
@@ -325,12 +314,12 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *resources.
 	if po.FieldValidation == "" {
 		po.FieldValidation = metav1.FieldValidationWarn
 	}
-	result, err := s.reg.Patch(req.Context(), res, info.namespace, info.name, info.subresource, patchType, body, po)
+	result, err := s.reg.Patch(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, patchType, body, po)
 	addWarnings(w, result.Warnings)
 	if err != nil {
 		return err
 	}
-	return s.writeWriteResult(w, req, out, res, result)
+	return s.writeWriteResult(w, req, r, out, res, result)
 }
 
 // managerOrUserAgent names the field manager of a write: the fieldManager

@@ -106,7 +106,7 @@ func (s *Server) healthChecks() []HealthCheck {
 		{Name: "storage", Check: func(*http.Request) error { return s.ready() }},
 		{Name: "shutdown", ReadyOnly: true, Check: func(*http.Request) error {
 			select {
-			case <-s.shutdown:
+			case <-s.shutdown.Done():
 				return fmt.Errorf("server is shutting down")
 			default:
 				return nil

@@ -13,15 +13,16 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/codec"
+	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
-	"github.com/leasehold/leasehold/internal/resources/endpoints"
-	"github.com/leasehold/leasehold/internal/resources/lease"
-	"github.com/leasehold/leasehold/internal/resources/namespace"
+	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 )
 
@@ -57,16 +58,25 @@ func (b *syncBuffer) String() string {
 // ends; mutate changes its configuration.
 func newInProcess(tb testing.TB, mutate func(*Config)) *inProcess {
 	tb.Helper()
+	return newInProcessWith(tb, nil, mutate)
+}
+
+// newInProcessWith is newInProcess with the registry's configuration
+// changed by mutateRegistry too.
+func newInProcessWith(tb testing.TB, mutateRegistry func(*registry.Config), mutate func(*Config)) *inProcess {
+	tb.Helper()
 	logs := &syncBuffer{}
 	log := newTestLogger(logs)
 	store, err := embedded.Open(tb.TempDir(), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	codecs := codec.New()
-	nss := namespace.New()
-	all := []*resources.Resource{lease.New(lease.Options{CoordinatedLeaderElection: true}), endpoints.New(), nss}
-	docs, err := openapi.New(all)
+	kinds := builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true})
+	codecs, err := codec.New(kinds)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	docs, err := openapi.New(kinds)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -74,14 +84,20 @@ func newInProcess(tb testing.TB, mutate func(*Config)) *inProcess {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	reg, err := registry.New(registry.Config{Store: store, Codecs: codecs, Resources: all, Namespaces: nss, Logger: log, TypeConverter: tc})
+	ns := resources.Find(kinds, schema.GroupKind{Kind: "Namespace"})
+	rcfg := registry.Config{Store: store, Codecs: codecs, Kinds: kinds, Logger: log, TypeConverter: tc,
+		Admission: admission.Chain{admission.NamespaceLifecycle{Namespaces: ns.Storage()}}}
+	if mutateRegistry != nil {
+		mutateRegistry(&rcfg)
+	}
+	reg, err := registry.New(rcfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- reg.Run(ctx) }()
-	cfg := Config{Registry: reg, Codecs: codecs, Resources: all, OpenAPI: docs, Logger: log}
+	cfg := Config{Registry: reg, Codecs: codecs, OpenAPI: docs, Logger: log}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -93,7 +109,7 @@ func newInProcess(tb testing.TB, mutate func(*Config)) *inProcess {
 		store.Close()
 	})
 	<-reg.Ready()
-	if err := reg.EnsureNamespaces(ctx); err != nil {
+	if err := namespacecontroller.EnsureSystem(ctx, reg); err != nil {
 		tb.Fatal(err)
 	}
 	return p

@@ -123,11 +123,11 @@ func tooManyRequests(w http.ResponseWriter) {
 // checkSelectors refuses, with 400, selectors of more than
 // maxSelectorRequirements requirements. Selectors that do not parse are
 // left to the handler, which words the error as kube-apiserver does.
-func checkSelectors(req *http.Request, a auth.Attributes) error {
-	if !a.ResourceRequest || a.Verb != "list" && a.Verb != "watch" && a.Verb != "deletecollection" {
+func checkSelectors(r *request) error {
+	if a := r.attrs; !a.ResourceRequest || a.Verb != "list" && a.Verb != "watch" && a.Verb != "deletecollection" {
 		return nil
 	}
-	q := req.URL.Query()
+	q := r.query
 	n := 0
 	if v := q.Get("labelSelector"); v != "" {
 		if sel, err := labels.Parse(v); err == nil {
@@ -154,12 +154,12 @@ func checkSelectors(req *http.Request, a auth.Attributes) error {
 // kube-apiserver's WithRequestDeadline and handlers set it: the request
 // timeout (60 s), 34 s for writes to resources, or less when the client
 // asks with the timeout parameter. A timeout that does not parse is a 400.
-func (s *Server) requestTimeout(req *http.Request, a auth.Attributes) (time.Duration, error) {
+func (s *Server) requestTimeout(r *request) (time.Duration, error) {
 	limit := s.cfg.RequestTimeout
-	if a.ResourceRequest && mutating(a) && s.cfg.WriteTimeout < limit {
+	if r.attrs.ResourceRequest && mutating(r.attrs) && s.cfg.WriteTimeout < limit {
 		limit = s.cfg.WriteTimeout
 	}
-	v := req.URL.Query().Get("timeout")
+	v := r.query.Get("timeout")
 	if v == "" {
 		return limit, nil
 	}
@@ -195,8 +195,8 @@ func timeoutError(a auth.Attributes) error {
 // slot) beyond it.
 //
 // A panic in next is logged and answered 500 when nothing was written yet.
-func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, a auth.Attributes, next func(http.ResponseWriter, *http.Request)) {
-	timeout, err := s.requestTimeout(req, a)
+func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *request, next func(http.ResponseWriter, *http.Request)) {
+	timeout, err := s.requestTimeout(r)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -247,7 +247,7 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, a auth.At
 			return
 		}
 		if tw.claimUnstarted() {
-			s.writeError(w, req, timeoutError(a))
+			s.writeError(w, req, timeoutError(r.attrs))
 			return
 		}
 		// The answer has begun, often the handler's own 504: let it

@@ -106,7 +106,11 @@ func TestInflight(t *testing.T) {
 func newBareServer(t *testing.T) *Server {
 	t.Helper()
 	logs := &syncBuffer{}
-	s := New(Config{Codecs: codec.New(), Logger: newTestLogger(logs)})
+	codecs, err := codec.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Codecs: codecs, Logger: newTestLogger(logs)})
 	t.Cleanup(s.Wait)
 	return s
 }
@@ -119,6 +123,11 @@ func statusOf(t *testing.T, w *httptest.ResponseRecorder) metav1.Status {
 		t.Fatalf("not a Status (%v): %s", err, w.Body)
 	}
 	return st
+}
+
+// withAttrs is req as authorization sees it with attributes a.
+func withAttrs(req *http.Request, a auth.Attributes) *request {
+	return &request{attrs: a, method: req.Method, query: req.URL.Query(), routable: true}
 }
 
 func TestWithTimeout(t *testing.T) {
@@ -137,7 +146,7 @@ func TestWithTimeout(t *testing.T) {
 			release, handled := make(chan struct{}), make(chan error, 1)
 			w := httptest.NewRecorder()
 			req := httptest.NewRequest("GET", "/apis/x?timeout=1ms", nil)
-			s.withTimeout(w, req, tc.attrs, func(w http.ResponseWriter, r *http.Request) {
+			s.withTimeout(w, req, withAttrs(req, tc.attrs), func(w http.ResponseWriter, r *http.Request) {
 				<-r.Context().Done()
 				<-release
 				w.Header().Set("X-Late", "1")
@@ -168,7 +177,7 @@ func TestWithTimeout(t *testing.T) {
 			s := newBareServer(t)
 			w := httptest.NewRecorder()
 			req := httptest.NewRequest("GET", "/apis/x?timeout=1s", nil)
-			s.withTimeout(w, req, get, func(w http.ResponseWriter, r *http.Request) {
+			s.withTimeout(w, req, withAttrs(req, get), func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusOK)
 				<-r.Context().Done()
 				_, _ = w.Write([]byte("done"))
@@ -187,7 +196,7 @@ func TestWithTimeout(t *testing.T) {
 			req := httptest.NewRequest("GET", "/apis/x?timeout=1s", nil)
 			p := func() (p any) {
 				defer func() { p = recover() }()
-				s.withTimeout(w, req, get, func(w http.ResponseWriter, r *http.Request) {
+				s.withTimeout(w, req, withAttrs(req, get), func(w http.ResponseWriter, r *http.Request) {
 					w.WriteHeader(http.StatusOK)
 					<-release
 				})
@@ -203,7 +212,8 @@ func TestWithTimeout(t *testing.T) {
 	t.Run("a panic is a 500", func(t *testing.T) {
 		s := newBareServer(t)
 		w := httptest.NewRecorder()
-		s.withTimeout(w, httptest.NewRequest("GET", "/apis/x", nil), get, func(http.ResponseWriter, *http.Request) {
+		req := httptest.NewRequest("GET", "/apis/x", nil)
+		s.withTimeout(w, req, withAttrs(req, get), func(http.ResponseWriter, *http.Request) {
 			panic("boom")
 		})
 		if w.Code != http.StatusInternalServerError {
@@ -217,7 +227,8 @@ func TestWithTimeout(t *testing.T) {
 	t.Run("a bad timeout is a 400", func(t *testing.T) {
 		s := newBareServer(t)
 		w := httptest.NewRecorder()
-		s.withTimeout(w, httptest.NewRequest("GET", "/apis/x?timeout=soon", nil), get, func(http.ResponseWriter, *http.Request) {
+		req := httptest.NewRequest("GET", "/apis/x?timeout=soon", nil)
+		s.withTimeout(w, req, withAttrs(req, get), func(http.ResponseWriter, *http.Request) {
 			t.Error("handler ran")
 		})
 		st := statusOf(t, w)
@@ -241,7 +252,7 @@ func TestWithTimeout(t *testing.T) {
 			{"timeout=0s", create, "34s"},
 			{"", auth.Attributes{Verb: "post", Path: "/x"}, "1m0s"},
 		} {
-			d, err := s.requestTimeout(httptest.NewRequest("GET", "/x?"+tc.query, nil), tc.attrs)
+			d, err := s.requestTimeout(withAttrs(httptest.NewRequest("GET", "/x?"+tc.query, nil), tc.attrs))
 			if err != nil || d.String() != tc.want {
 				t.Errorf("%q %s: %v %v, want %s", tc.query, tc.attrs.Verb, d, err, tc.want)
 			}
@@ -252,7 +263,7 @@ func TestWithTimeout(t *testing.T) {
 		s := newBareServer(t)
 		req := httptest.NewRequest("GET", "/apis/x", nil)
 		req.Header.Set("Authorization", "Bearer x")
-		s.withTimeout(httptest.NewRecorder(), req, get, func(_ http.ResponseWriter, r *http.Request) {
+		s.withTimeout(httptest.NewRecorder(), req, withAttrs(req, get), func(_ http.ResponseWriter, r *http.Request) {
 			r.Header.Del("Authorization")
 			if _, ok := r.Context().Deadline(); !ok {
 				t.Error("no deadline")

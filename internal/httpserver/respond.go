@@ -14,6 +14,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
 )
 
 // writeObject writes obj with the given status code in the negotiated
@@ -161,4 +163,48 @@ func notFoundPath() error {
 		Message: "the server could not find the requested resource",
 		Details: &metav1.StatusDetails{},
 	}}
+}
+
+// writeResult writes one object of res (storage version) in the
+// negotiated output, transformed to a Table or PartialObjectMetadata when
+// the client asked for it.
+func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, r *request, out codec.Output, res resources.Resource, code int, obj codec.Cached) error {
+	if err := tableOptions(r, out); err != nil {
+		return err
+	}
+	body, err := s.codecs.EncodeObject(out, res, obj)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", out.MediaType())
+	writeBody(w, req, code, body)
+	return nil
+}
+
+// writeList writes a list result as the kind's list, a Table or a
+// PartialObjectMetadataList.
+func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request, out codec.Output, res resources.Resource, result *registry.ListResult) error {
+	if err := tableOptions(r, out); err != nil {
+		return err
+	}
+	body, err := s.codecs.EncodeList(out, res, result.Items, result.ListMeta())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", out.MediaType())
+	writeBody(w, req, http.StatusOK, body)
+	return nil
+}
+
+// tableOptions reads the request's table options into a Table output, as
+// kube-apiserver does once it has the object to answer with.
+func tableOptions(r *request, out codec.Output) error {
+	if t := out.Transform; t != nil && t.Kind == "Table" {
+		opts, err := codec.TableOptions(r.query)
+		if err != nil {
+			return err
+		}
+		t.Table = opts
+	}
+	return nil
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/codec"
-	"github.com/leasehold/leasehold/internal/resources"
 )
 
 // The review endpoints: kubectl auth whoami (SelfSubjectReview) and
@@ -36,18 +35,16 @@ var reviewKinds = map[string]schema.GroupVersionKind{
 
 // reviewResources describe the review endpoints for discovery, as
 // kube-apiserver lists them: cluster-scoped, create only, no storage.
-func reviewResources() []*resources.Resource {
-	review := func(gv schema.GroupVersion, kind, plural string) *resources.Resource {
-		return &resources.Resource{
-			Group: gv.Group, Version: gv.Version, Kind: kind,
-			Plural: plural, Singular: plural[:len(plural)-1],
-			Verbs: []string{"create"},
-		}
+func reviewResources() map[schema.GroupVersion][]entry {
+	review := func(kind, plural string) entry {
+		return entry{plural: plural, singular: plural[:len(plural)-1], kind: kind, verbs: []string{"create"}}
 	}
-	return []*resources.Resource{
-		review(authenticationv1.SchemeGroupVersion, "SelfSubjectReview", "selfsubjectreviews"),
-		review(authorizationv1.SchemeGroupVersion, "SelfSubjectAccessReview", "selfsubjectaccessreviews"),
-		review(authorizationv1.SchemeGroupVersion, "SelfSubjectRulesReview", "selfsubjectrulesreviews"),
+	return map[schema.GroupVersion][]entry{
+		authenticationv1.SchemeGroupVersion: {review("SelfSubjectReview", "selfsubjectreviews")},
+		authorizationv1.SchemeGroupVersion: {
+			review("SelfSubjectAccessReview", "selfsubjectaccessreviews"),
+			review("SelfSubjectRulesReview", "selfsubjectrulesreviews"),
+		},
 	}
 }
 
@@ -85,7 +82,7 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 		return err
 	}
 	var opts metav1.CreateOptions
-	if err := decodeParams(req, &opts); err != nil {
+	if err := decodeParams(req.URL.Query(), &opts); err != nil {
 		return err
 	}
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/resources"
 )
@@ -19,12 +20,12 @@ import (
 var fuzzScopes = []struct {
 	path      string
 	namespace string // of the URL
-	res       resourceKey
+	res       schema.GroupVersionResource
 }{
-	{"/apis/coordination.k8s.io/v1/namespaces/team-a/leases", "team-a", resourceKey{"coordination.k8s.io", "v1", "leases"}},
-	{"/apis/coordination.k8s.io/v1/leases", "", resourceKey{"coordination.k8s.io", "v1", "leases"}},
-	{"/api/v1/endpoints", "", resourceKey{"", "v1", "endpoints"}},
-	{"/api/v1/namespaces", "", resourceKey{"", "v1", "namespaces"}},
+	{"/apis/coordination.k8s.io/v1/namespaces/team-a/leases", "team-a", schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}},
+	{"/apis/coordination.k8s.io/v1/leases", "", schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}},
+	{"/api/v1/endpoints", "", schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}},
+	{"/api/v1/namespaces", "", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}},
 }
 
 // fuzzObject is an object as a list returns it, with what selectors see.
@@ -38,7 +39,7 @@ type fuzzObject struct {
 func (p *inProcess) everything(tb testing.TB, scope int) []fuzzObject {
 	tb.Helper()
 	s := fuzzScopes[scope]
-	res := p.srv.resources[s.res]
+	res, _ := p.reg.Resource(s.res)
 	w := p.mustDo(tb, http.StatusOK, "GET", s.path, "", "")
 	var list unstructured.UnstructuredList
 	if err := list.UnmarshalJSON(w.Body.Bytes()); err != nil {
@@ -55,8 +56,8 @@ func (p *inProcess) everything(tb testing.TB, scope int) []fuzzObject {
 			tb.Fatal(err)
 		}
 		fs := fields.Set{}
-		for _, l := range res.FieldLabels {
-			fs[l] = res.Field(obj, l)
+		for _, l := range res.Kind.Fields.Labels {
+			fs[l] = res.Kind.Fields.Value(obj, l)
 		}
 		out = append(out, fuzzObject{key: obj.GetNamespace() + "/" + obj.GetName(), labels: obj.GetLabels(), fields: fs})
 	}
@@ -132,7 +133,7 @@ func FuzzFieldSelector(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, selector string, scope uint8) {
 		i := int(scope) % len(fuzzScopes)
-		res := p.srv.resources[fuzzScopes[i].res]
+		res, _ := p.reg.Resource(fuzzScopes[i].res)
 		keys, code := p.listKeys(t, i, url.Values{"fieldSelector": {selector}})
 		sel, err := fields.ParseSelector(selector)
 		if err == nil {
@@ -162,9 +163,9 @@ func FuzzFieldSelector(f *testing.F) {
 	})
 }
 
-func supportedFields(res *resources.Resource, sel fields.Selector) error {
+func supportedFields(res resources.Resource, sel fields.Selector) error {
 	for _, r := range sel.Requirements() {
-		if !slices.Contains(res.FieldLabels, r.Field) {
+		if !slices.Contains(res.Kind.Fields.Labels, r.Field) {
 			return fmt.Errorf("unsupported field %s", r.Field)
 		}
 	}

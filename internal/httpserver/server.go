@@ -1,7 +1,7 @@
 package httpserver
 
 import (
-	"fmt"
+	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -28,9 +28,8 @@ type Authenticator interface {
 
 // Config configures a Server.
 type Config struct {
-	Registry  *registry.Registry
-	Codecs    *codec.Codecs
-	Resources []*resources.Resource
+	Registry *registry.Registry
+	Codecs   *codec.Codecs
 	// OpenAPI serves /openapi/v2 and /openapi/v3.
 	OpenAPI http.Handler
 	// Authenticator identifies clients; requests it does not recognise are
@@ -42,8 +41,9 @@ type Config struct {
 	Authorizer Authorizer
 	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
 	// and the writes served at once (watches excepted); more are answered
-	// 429. 0 means no limit (kube-apiserver's defaults are
-	// DefaultMaxRequestsInflight and DefaultMaxMutatingRequestsInflight).
+	// 429. 0 means no limit, as in kube-apiserver's flags (whose defaults
+	// are DefaultMaxRequestsInflight and
+	// DefaultMaxMutatingRequestsInflight).
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
 	// MaxWatchesPerUser limits the open watches of one user (system:masters
@@ -53,34 +53,28 @@ type Config struct {
 	// Ready reports whether the server can serve; /readyz fails otherwise.
 	Ready  func() error
 	Logger *slog.Logger
-	// MaxRequestBodyBytes limits request bodies (kube-apiserver: 3 MiB).
+	// MaxRequestBodyBytes limits request bodies; 0 means kube-apiserver's
+	// 3 MiB.
 	MaxRequestBodyBytes int64
-	// RequestTimeout bounds non-watch requests (kube-apiserver: 60 s; 34 s
-	// for writes).
+	// RequestTimeout bounds non-watch requests; 0 means kube-apiserver's
+	// 60 s.
 	RequestTimeout time.Duration
-	// WriteTimeout bounds mutating requests.
+	// WriteTimeout bounds mutating requests; 0 means kube-apiserver's 34 s.
 	WriteTimeout time.Duration
-	// MinWatchTimeout is the lower bound of the random watch duration used
-	// when a client gives no timeoutSeconds (kube-apiserver: 1800 s).
-	MinWatchTimeout time.Duration
-	// BookmarkInterval is how often watches with allowWatchBookmarks get a
-	// bookmark; a minute by default.
-	BookmarkInterval time.Duration
 	// WatchWriteTimeout bounds each write of a watch stream: a client that
-	// stops reading is disconnected after at most this long (60 s by
-	// default). It does not limit how long a watch may stay quiet.
+	// stops reading is disconnected after at most this long; 0 means 60 s.
+	// It does not limit how long a watch may stay quiet.
 	WatchWriteTimeout time.Duration
 }
 
 // Server serves the Kubernetes API. It is an http.Handler.
 type Server struct {
-	reg       *registry.Registry
-	codecs    *codec.Codecs
-	resources map[resourceKey]*resources.Resource
-	groups    []group
-	authn     Authenticator
-	authz     Authorizer
-	limits    *inflight
+	reg    *registry.Registry
+	codecs *codec.Codecs
+	groups []group
+	authn  Authenticator
+	authz  Authorizer
+	limits *inflight
 	// reviewCodecs serialize the review kinds (reviews.go).
 	reviewCodecs serializer.CodecFactory
 	version      version.Info
@@ -88,14 +82,13 @@ type Server struct {
 	log          *slog.Logger
 	cfg          Config
 
-	// shutdown is closed when the server stops: watches end cleanly.
-	shutdown chan struct{}
+	// shutdown ends running watches cleanly when the server stops.
+	shutdown context.Context
+	stop     context.CancelFunc
 	// handlers counts the handler goroutines of withTimeout, which may
 	// outlive their request; Wait waits for them.
 	handlers sync.WaitGroup
 }
-
-type resourceKey struct{ group, version, plural string }
 
 // New returns a Server.
 func New(cfg Config) *Server {
@@ -111,19 +104,16 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 34 * time.Second
 	}
-	if cfg.MinWatchTimeout == 0 {
-		cfg.MinWatchTimeout = 1800 * time.Second
-	}
 	if cfg.WatchWriteTimeout == 0 {
 		cfg.WatchWriteTimeout = defaultWatchWriteTimeout
 	}
 	if cfg.Ready == nil {
 		cfg.Ready = func() error { return nil }
 	}
+	shutdown, stop := context.WithCancel(context.Background())
 	s := &Server{
 		reg:          cfg.Registry,
 		codecs:       cfg.Codecs,
-		resources:    make(map[resourceKey]*resources.Resource, len(cfg.Resources)),
 		authn:        cfg.Authenticator,
 		authz:        cfg.Authorizer,
 		limits:       newInflight(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.MaxWatchesPerUser),
@@ -132,23 +122,19 @@ func New(cfg Config) *Server {
 		ready:        cfg.Ready,
 		log:          cfg.Logger,
 		cfg:          cfg,
-		shutdown:     make(chan struct{}),
+		shutdown:     shutdown,
+		stop:         stop,
 	}
-	for _, res := range cfg.Resources {
-		s.resources[resourceKey{res.Group, res.Version, res.Plural}] = res
+	var kinds []*resources.Kind
+	if cfg.Registry != nil {
+		kinds = cfg.Registry.Kinds()
 	}
-	s.groups = groupsOf(slices.Concat(cfg.Resources, reviewResources()))
+	s.groups = groupsOf(kinds, reviewResources())
 	return s
 }
 
 // Shutdown ends running watches cleanly; new requests still get answers.
-func (s *Server) Shutdown() {
-	select {
-	case <-s.shutdown:
-	default:
-		close(s.shutdown)
-	}
-}
+func (s *Server) Shutdown() { s.stop() }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -179,8 +165,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.serveChain(w, req)
 }
 
-// serveAPI serves a request authorized as a.
-func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, a auth.Attributes) error {
+// serveAPI serves an authorized request.
+func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, r *request) error {
 	if s.serveDiscovery(w, req) {
 		return nil
 	}
@@ -194,114 +180,88 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, a auth.Attri
 		s.cfg.OpenAPI.ServeHTTP(w, req)
 		return nil
 	}
-	info, ok := parseResourcePath(req)
-	if !ok || info.resource == "" {
+	if !r.attrs.ResourceRequest || !r.routable || r.attrs.Resource == "" {
 		return notFoundPath()
 	}
-	res := s.resources[resourceKey{info.group, info.version, info.resource}]
-	if res == nil {
+	res, ok := s.reg.Resource(r.gvr())
+	if !ok {
 		return notFoundPath()
 	}
-	if err := s.checkRoute(res, info); err != nil {
+	if err := routeError(res, r); err != nil {
 		return err
 	}
-	if !routedAsAuthorized(a, info) {
-		s.log.Warn("route and authorization disagree; refused", "method", req.Method, "uri", req.URL.RequestURI(),
-			"authorized", fmt.Sprintf("%s %s/%s %s/%s/%s", a.Verb, a.APIGroup, a.Resource, a.Namespace, a.Name, a.Subresource),
-			"routed", fmt.Sprintf("%s %s/%s %s/%s/%s", info.verb, info.group, info.resource, info.namespace, info.name, info.subresource))
-		return notFoundPath()
-	}
 	// The request's deadline is already set: withTimeout (serveChain).
-	switch info.verb {
+	switch r.attrs.Verb {
 	case "get":
-		return s.get(w, req, res, info)
+		return s.get(w, req, res, r)
 	case "list":
-		return s.list(w, req, res, info)
+		return s.list(w, req, res, r)
 	case "watch":
-		return s.watch(w, req, res, info)
+		return s.watch(w, req, res, r)
 	case "create":
-		return s.create(w, req, res, info)
+		return s.create(w, req, res, r)
 	case "update":
-		return s.update(w, req, res, info)
+		return s.update(w, req, res, r)
 	case "patch":
-		return s.patch(w, req, res, info)
+		return s.patch(w, req, res, r)
 	case "delete":
-		return s.delete(w, req, res, info)
+		return s.delete(w, req, res, r)
 	case "deletecollection":
-		return s.deleteCollection(w, req, res, info)
+		return s.deleteCollection(w, req, res, r)
 	}
 	return methodNotAllowed()
 }
 
-// routedAsAuthorized reports whether the route serves what authorization
-// decided on. The two read the path separately, one as kube-apiserver's
-// RequestInfoFactory, the other as its router, and the first is lenient
-// because kube-apiserver's router refuses what it does not register; a
-// request they read differently is refused rather than served.
-func routedAsAuthorized(a auth.Attributes, info requestInfo) bool {
-	ns := info.namespace
-	if info.resource == "namespaces" {
-		ns = info.name // kube-apiserver's quirk: a namespace is its own namespace
-	}
-	// A list or watch whose field selector fixes metadata.name is
-	// authorized with that name.
-	sameName := a.Name == info.name || info.name == "" && (info.verb == "list" || info.verb == "watch")
-	return a.ResourceRequest && a.APIGroup == info.group && a.APIVersion == info.version &&
-		a.Resource == info.resource && a.Subresource == info.subresource &&
-		a.Namespace == ns && sameName && a.Verb == info.verb
-}
-
-// checkRoute rejects paths that name no route of the resource, with 404
-// or 405 as kube-apiserver's router does.
-func (s *Server) checkRoute(res *resources.Resource, info requestInfo) error {
-	if !res.Namespaced && info.namespace != "" {
+// routeError refuses what kube-apiserver's router does not register for
+// res, with its 404 or 405.
+func routeError(res resources.Resource, r *request) error {
+	k := res.Kind
+	ns, name, sub, verb := r.namespace(), r.name(), r.attrs.Subresource, r.attrs.Verb
+	switch {
+	case verb == "proxy":
+		return notFoundPath()
+	case !k.Namespaced && ns != "":
+		return notFoundPath()
+	case k.Namespaced && name != "" && ns == "":
 		return notFoundPath()
 	}
-	if res.Namespaced && info.name != "" && info.namespace == "" {
-		return notFoundPath()
-	}
-	if info.watchPath {
+	if r.watchPath {
 		// Only GETs of collections and objects live under /watch/.
-		if info.subresource != "" {
+		if sub != "" {
 			return notFoundPath()
 		}
-		if info.verb != "watch" {
+		if r.method != http.MethodGet && r.method != http.MethodHead {
 			return methodNotAllowed()
 		}
 	}
-	if info.subresource != "" {
-		if _, ok := res.Subresources[info.subresource]; !ok {
+	if sub != "" {
+		s := k.Subresource(sub)
+		if s == nil {
 			return notFoundPath()
 		}
-		switch info.verb {
-		case "update":
-		case "get", "patch":
-			if info.subresource == "finalize" {
-				return methodNotAllowed()
-			}
-		default:
+		if !slices.Contains(s.Verbs, verb) {
 			return methodNotAllowed()
 		}
 		return nil
 	}
-	switch info.verb {
+	switch verb {
 	case "":
 		return methodNotAllowed()
 	case "create":
-		// Only the namespaced collection accepts POST.
-		if info.name != "" || res.Namespaced && info.namespace == "" {
+		// Only the (namespaced) collection accepts POST.
+		if name != "" || k.Namespaced && ns == "" {
 			return methodNotAllowed()
 		}
 	case "update", "patch":
-		if info.name == "" {
+		if name == "" {
 			return methodNotAllowed()
 		}
 	case "deletecollection":
-		if res.Namespaced && info.namespace == "" {
+		if k.Namespaced && ns == "" {
 			return methodNotAllowed()
 		}
 	}
-	if !res.Serves(info.verb) {
+	if !k.Serves(verb) {
 		return methodNotAllowed()
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/registry"
 )
 
 // TestPeriodicBookmarks: a watch with allowWatchBookmarks gets a bookmark
@@ -15,7 +17,7 @@ import (
 // when nothing changes, each at the latest revision; a watch without it
 // gets none.
 func TestPeriodicBookmarks(t *testing.T) {
-	p := newInProcess(t, func(c *Config) { c.BookmarkInterval = 100 * time.Millisecond })
+	p := newInProcessWith(t, func(c *registry.Config) { c.BookmarkInterval = 100 * time.Millisecond }, nil)
 	hs := httptest.NewServer(p.srv)
 	t.Cleanup(hs.Close)
 	rev := strconv.FormatInt(p.revision(t), 10)

@@ -53,12 +53,12 @@ func newOptionParams() (optionParams, error) {
 // webServices returns the route containers kube-apiserver would install
 // for rs: the discovery endpoints (/api, /apis, /apis/<group>, /version)
 // and one per group version with its resources' routes.
-func webServices(rs []*resources.Resource) ([]*webService, error) {
+func webServices(rs []resources.Resource) ([]*webService, error) {
 	opts, err := newOptionParams()
 	if err != nil {
 		return nil, err
 	}
-	byGV := map[schema.GroupVersion][]*resources.Resource{}
+	byGV := map[schema.GroupVersion][]resources.Resource{}
 	for _, r := range rs {
 		byGV[r.GroupVersion()] = append(byGV[r.GroupVersion()], r)
 	}
@@ -81,16 +81,13 @@ func webServices(rs []*resources.Resource) ([]*webService, error) {
 		}
 		ws := discoveryService(gvRoot(gv), "getAPIResources", "get available resources", objectMediaTypes, metav1.APIResourceList{})
 		group := byGV[gv]
-		sort.Slice(group, func(i, j int) bool { return group[i].Plural < group[j].Plural })
+		sort.Slice(group, func(i, j int) bool { return group[i].Kind.Names.Plural < group[j].Kind.Names.Plural })
 		for _, r := range group {
-			ws.routes = append(ws.routes, resourceRoutes(ws.root, r, "", opts)...)
-			subs := make([]string, 0, len(r.Subresources))
-			for sub := range r.Subresources {
-				subs = append(subs, sub)
-			}
-			sort.Strings(subs)
-			for _, sub := range subs {
-				ws.routes = append(ws.routes, resourceRoutes(ws.root, r, sub, opts)...)
+			ws.routes = append(ws.routes, resourceRoutes(ws.root, r, nil, opts)...)
+			subs := slices.Clone(r.Kind.Subresources)
+			sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
+			for i := range subs {
+				ws.routes = append(ws.routes, resourceRoutes(ws.root, r, &subs[i], opts)...)
 			}
 		}
 		out = append(out, ws)
@@ -121,16 +118,6 @@ func discoveryService(root, operation, doc string, mediaTypes []string, model an
 	}}}
 }
 
-// subresourceVerbs are the verbs served on a subresource: kube-apiserver's
-// status storage gets, updates and patches; finalize only updates. This is
-// the rule internal/httpserver routes by.
-func subresourceVerbs(sub string) []string {
-	if sub == "finalize" {
-		return []string{"update"}
-	}
-	return []string{"get", "patch", "update"}
-}
-
 // action is one operation on a path, as in the installer: verb is the
 // installer's (LIST, WATCHLIST, POST, ...).
 type action struct {
@@ -144,25 +131,27 @@ type action struct {
 // sub) under root as kube-apiserver's APIInstaller.registerResourceHandlers
 // does.
 // https://github.com/kubernetes/apiserver/blob/v0.37.2/pkg/endpoints/installer.go
-func resourceRoutes(root string, r *resources.Resource, sub string, opts optionParams) []common.Route {
-	verbs := r.ServedVerbs()
-	if sub != "" {
-		verbs = subresourceVerbs(sub)
+func resourceRoutes(root string, r resources.Resource, subresource *resources.Subresource, opts optionParams) []common.Route {
+	verbs := r.Kind.ServedVerbs()
+	sub := ""
+	if subresource != nil {
+		verbs, sub = subresource.Verbs, subresource.Name
 	}
 	serves := func(v string) bool { return slices.Contains(verbs, v) }
 	watchList := serves("watch") && serves("list")
 
 	var (
-		resourcePath   = r.Plural
+		plural         = r.Kind.Names.Plural
+		resourcePath   = plural
 		resourceParams []common.Parameter
-		itemPath       = r.Plural + "/{name}"
-		nameParams     = []common.Parameter{nameParam(r.Kind)}
+		itemPath       = plural + "/{name}"
+		nameParams     = []common.Parameter{nameParam(r.Kind.Names.Kind)}
 	)
-	if r.Namespaced {
-		resourcePath = "namespaces/{namespace}/" + r.Plural
+	if r.Kind.Namespaced {
+		resourcePath = "namespaces/{namespace}/" + plural
 		resourceParams = []common.Parameter{namespaceParam()}
 		itemPath = resourcePath + "/{name}"
-		nameParams = []common.Parameter{namespaceParam(), nameParam(r.Kind)}
+		nameParams = []common.Parameter{namespaceParam(), nameParam(r.Kind.Names.Kind)}
 	}
 	if sub != "" {
 		itemPath += "/" + sub
@@ -185,12 +174,12 @@ func resourceRoutes(root string, r *resources.Resource, sub string, opts optionP
 	add(serves("patch"), action{"PATCH", itemPath, nameParams, false})
 	add(serves("delete"), action{"DELETE", itemPath, nameParams, false})
 	add(serves("watch"), action{"WATCH", "watch/" + itemPath, nameParams, false})
-	if r.Namespaced && sub == "" {
-		add(serves("list"), action{"LIST", r.Plural, nil, true})
-		add(watchList, action{"WATCHLIST", "watch/" + r.Plural, nil, true})
+	if r.Kind.Namespaced && sub == "" {
+		add(serves("list"), action{"LIST", plural, nil, true})
+		add(watchList, action{"WATCHLIST", "watch/" + plural, nil, true})
 	}
 
-	gvk := metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	gvk := metav1.GroupVersionKind{Group: r.Version.Group, Version: r.Version.Version, Kind: r.Kind.Names.Kind}
 	routes := make([]common.Route, 0, len(actions))
 	for _, a := range actions {
 		rt := operationRoute(r, sub, a, serves, opts)
@@ -204,15 +193,15 @@ func resourceRoutes(root string, r *resources.Resource, sub string, opts optionP
 
 // operationRoute fills in what depends on the action's verb: operation
 // name, description, parameters, media types and responses.
-func operationRoute(r *resources.Resource, sub string, a action, serves func(string) bool, opts optionParams) *route {
-	kind := r.Kind
+func operationRoute(r resources.Resource, sub string, a action, serves func(string) bool, opts optionParams) *route {
+	kind := r.Kind.Names.Kind
 	obj := r.New()
 	status := &metav1.Status{}
 	event := &metav1.WatchEvent{}
 
 	// "readNamespacedLeaseStatus", "listLeaseForAllNamespaces", ...
 	scope, suffix := "", ""
-	if r.Namespaced {
+	if r.Kind.Namespaced {
 		scope = "Namespaced"
 	}
 	if a.allNamespaces {
@@ -238,7 +227,7 @@ func operationRoute(r *resources.Resource, sub string, a action, serves func(str
 		rt.produces, rt.writes = objectMediaTypes, obj
 		rt.responses = []common.StatusCodeResponse{ok(obj)}
 	case "LIST":
-		list := r.NewList()
+		list := r.Version.NewList()
 		rt.method, rt.operation = http.MethodGet, name("list")
 		rt.doc = doc("list objects of kind "+kind, "list "+sub+" of objects of kind "+kind)
 		if serves("watch") {

@@ -3,7 +3,9 @@ package openapi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
-	"github.com/leasehold/leasehold/internal/openapi/definitions"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
@@ -32,9 +33,15 @@ type Service struct {
 	defs   map[string]*spec.Schema
 }
 
-// New builds the documents describing rs and the discovery and /version
-// endpoints, and serialises them to JSON.
-func New(rs []*resources.Resource) (*Service, error) {
+// New builds the documents describing the served kinds (at each of their
+// versions) and the discovery and /version endpoints, and serialises them
+// to JSON.
+func New(kinds []*resources.Kind) (*Service, error) {
+	var rs []resources.Resource
+	for _, k := range kinds {
+		rs = append(rs, k.Resources()...)
+	}
+	defs := definitionsOf(kinds)
 	services, err := webServices(rs)
 	if err != nil {
 		return nil, err
@@ -54,7 +61,7 @@ func New(rs []*resources.Resource) (*Service, error) {
 		containers[i] = ws
 	}
 
-	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2Config(info, namer))
+	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2Config(info, namer, defs))
 	if err != nil {
 		return nil, fmt.Errorf("openapi: building v2: %w", err)
 	}
@@ -65,7 +72,7 @@ func New(rs []*resources.Resource) (*Service, error) {
 	v2.RegisterOpenAPIVersionedService("/openapi/v2", capture{&s.v2})
 
 	// One v3 document per route container, named by its root path.
-	v3 := v3Config(info, namer)
+	v3 := v3Config(info, namer, defs)
 	for _, ws := range services {
 		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{ws}, v3)
 		if err != nil {
@@ -180,21 +187,45 @@ func (c capture) Handle(_ string, h http.Handler) { *c.h = h }
 // kinds and, per served group version, the kinds metav1.AddToGroupVersion
 // registers (WatchEvent, the options types, and Status and the discovery
 // types as unversioned v1), as kube-apiserver's scheme has them.
-func servedNamer(rs []*resources.Resource) (*definitionNamer, error) {
+func servedNamer(rs []resources.Resource) (*definitionNamer, error) {
 	scheme := runtime.NewScheme()
 	for _, r := range rs {
 		gv := r.GroupVersion()
-		scheme.AddKnownTypeWithName(gv.WithKind(r.Kind), r.New())
-		scheme.AddKnownTypeWithName(gv.WithKind(r.ListKind), r.NewList())
+		scheme.AddKnownTypeWithName(r.GroupVersionKind(), r.New())
+		scheme.AddKnownTypeWithName(r.ListGroupVersionKind(), r.Version.NewList())
 		metav1.AddToGroupVersion(scheme, gv)
 	}
 	return newDefinitionNamer(scheme)
 }
 
+// definitionsOf merges the OpenAPI definitions of every served version;
+// versions sharing one generator (openapi-gen's output for k8s.io/api)
+// run it once.
+func definitionsOf(kinds []*resources.Kind) common.GetOpenAPIDefinitions {
+	var fns []common.GetOpenAPIDefinitions
+	seen := map[uintptr]bool{}
+	for _, k := range kinds {
+		for _, v := range k.Versions {
+			id := reflect.ValueOf(v.OpenAPI).Pointer()
+			if !seen[id] {
+				seen[id] = true
+				fns = append(fns, v.OpenAPI)
+			}
+		}
+	}
+	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+		out := map[string]common.OpenAPIDefinition{}
+		for _, fn := range fns {
+			maps.Copy(out, fn(ref))
+		}
+		return out
+	}
+}
+
 // v2Config is kube-apiserver's OpenAPI v2 configuration: its title, https,
 // the bearer token security definition, and 401 on every operation.
 // https://github.com/kubernetes/apiserver/blob/v0.37.2/pkg/server/config.go
-func v2Config(info *spec.Info, namer *definitionNamer) *common.Config {
+func v2Config(info *spec.Info, namer *definitionNamer, defs common.GetOpenAPIDefinitions) *common.Config {
 	return &common.Config{
 		ProtocolList:   []string{"https"},
 		IgnorePrefixes: []string{},
@@ -207,7 +238,7 @@ func v2Config(info *spec.Info, namer *definitionNamer) *common.Config {
 		},
 		GetOperationIDAndTagsFromRoute: operationIDAndTags,
 		GetDefinitionName:              namer.definitionName,
-		GetDefinitions:                 definitions.GetOpenAPIDefinitions,
+		GetDefinitions:                 defs,
 		SecurityDefinitions:            &spec.SecurityDefinitions{"BearerToken": bearerToken()},
 		DefaultSecurity:                []map[string][]string{{"BearerToken": {}}},
 	}
@@ -215,7 +246,7 @@ func v2Config(info *spec.Info, namer *definitionNamer) *common.Config {
 
 // v3Config is v2Config for OpenAPI v3. The definitions are generated once
 // and shared by the per-group-version documents.
-func v3Config(info *spec.Info, namer *definitionNamer) *common.OpenAPIV3Config {
+func v3Config(info *spec.Info, namer *definitionNamer, defs common.GetOpenAPIDefinitions) *common.OpenAPIV3Config {
 	c := &common.OpenAPIV3Config{
 		IgnorePrefixes: []string{},
 		Info:           info,
@@ -234,7 +265,7 @@ func v3Config(info *spec.Info, namer *definitionNamer) *common.OpenAPIV3Config {
 		}},
 		DefaultSecurity: []map[string][]string{{"BearerToken": {}}},
 	}
-	c.Definitions = definitions.GetOpenAPIDefinitions(func(name string) spec.Ref {
+	c.Definitions = defs(func(name string) spec.Ref {
 		defName, _ := namer.definitionName(name)
 		return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
 	})

@@ -20,9 +20,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/resources"
-	"github.com/leasehold/leasehold/internal/resources/endpoints"
-	"github.com/leasehold/leasehold/internal/resources/lease"
-	"github.com/leasehold/leasehold/internal/resources/namespace"
+	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
 
 const (
@@ -30,8 +28,8 @@ const (
 	v3ProtoType = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
 )
 
-func served() []*resources.Resource {
-	return []*resources.Resource{lease.New(lease.Options{}), endpoints.New(), namespace.New()}
+func served() []*resources.Kind {
+	return builtin.Kinds(builtin.Options{})
 }
 
 func newService(t testing.TB) *openapi.Service {

@@ -7,41 +7,43 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // DeleteResult is the outcome of a delete.
 type DeleteResult struct {
-	// Object is the object as stored before the delete, or, when Deleted
-	// is false, as it now waits for its finalizers.
+	// Object (storage version) is the object as stored before the delete,
+	// or, when Deleted is false, as it now waits for its finalizers.
 	Object resources.Object
 	// Deleted is true when the object is gone.
 	Deleted bool
 }
 
-// Delete deletes an object. An object with finalizers is only marked with
-// a deletionTimestamp; it goes when the last finalizer is removed.
+// Delete deletes an object. An object that must wait (metadata.finalizers
+// not empty, or what its kind's Finalization holds) is only marked with a
+// deletionTimestamp; it goes when nothing holds it any more.
 //
 // leasehold has no garbage collector: propagationPolicy and
 // orphanDependents are validated but add no orphan or foregroundDeletion
 // finalizer, since nothing would ever remove them.
-func (r *Registry) Delete(ctx context.Context, res *resources.Resource, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
-	if err := r.admitDelete(res, name); err != nil {
+func (r *Registry) Delete(ctx context.Context, res resources.Resource, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
+	if err := r.admit(ctx, admission.Delete, res, namespace, name, nil, nil); err != nil {
 		return DeleteResult{}, err
 	}
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return DeleteResult{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	dryRun := len(opts.DryRun) > 0
-	key := r.key(res, namespace, name)
+	key := r.key(res.Kind, namespace, name)
 	cur, err := r.storedCurrent(ctx, res, key, name)
 	if err != nil {
 		return DeleteResult{}, err
@@ -53,26 +55,8 @@ func (r *Registry) Delete(ctx context.Context, res *resources.Resource, namespac
 		if err := checkPreconditions(res, cur.obj, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
 		}
-		if res == r.namespaces {
-			return r.deleteNamespace(ctx, res, key, name, cur, dryRun)
-		}
-		if len(cur.obj.GetFinalizers()) > 0 {
-			out, err := r.guaranteedUpdate(ctx, res, key, name, dryRun, func(existing *current) (resources.Object, error) {
-				if existing == nil {
-					return nil, apierrors.NewNotFound(res.GroupResource(), name)
-				}
-				if err := checkPreconditions(res, existing.obj, opts.Preconditions); err != nil {
-					return nil, err
-				}
-				obj := existing.obj.DeepCopyObject().(resources.Object)
-				obj.SetResourceVersion("")
-				markDeleting(obj, r.now())
-				return obj, nil
-			})
-			if err != nil {
-				return DeleteResult{}, err
-			}
-			return DeleteResult{Object: out, Deleted: out.GetDeletionTimestamp() == nil}, nil
+		if mustWait(res.Kind, cur.obj) {
+			return r.markDeleting(ctx, res, key, name, cur.obj.GetUID(), opts, dryRun)
 		}
 		if dryRun {
 			return DeleteResult{Object: cur.obj, Deleted: true}, nil
@@ -87,7 +71,7 @@ func (r *Registry) Delete(ctx context.Context, res *resources.Resource, namespac
 		var ce *storage.ConflictError
 		switch {
 		case errors.As(err, &ce):
-			if cur, err = r.fromConflict(res, ce); err != nil {
+			if cur, err = r.fromConflict(res.Kind, ce); err != nil {
 				return DeleteResult{}, err
 			}
 		case errors.Is(err, storage.ErrNotFound):
@@ -96,6 +80,41 @@ func (r *Registry) Delete(ctx context.Context, res *resources.Resource, namespac
 			return DeleteResult{}, storageError(err, res, name, "delete")
 		}
 	}
+}
+
+// mustWait reports whether a delete may only mark obj.
+func mustWait(k *resources.Kind, obj resources.Object) bool {
+	return len(obj.GetFinalizers()) > 0 || k.Finalization != nil && k.Finalization.Holds(obj)
+}
+
+// markDeleting marks an object that must wait as being deleted; uid is
+// the object's as the delete first read it, so that a delete racing with
+// a re-creation does not mark the new object. If nothing holds the object
+// once marked, it goes at once.
+func (r *Registry) markDeleting(ctx context.Context, res resources.Resource, key, name string, uid types.UID, opts *metav1.DeleteOptions, dryRun bool) (DeleteResult, error) {
+	out, err := r.guaranteedUpdate(ctx, res, key, name, dryRun, func(existing *current) (*attempt, error) {
+		if existing == nil {
+			return nil, apierrors.NewNotFound(res.GroupResource(), name)
+		}
+		if existing.obj.GetUID() != uid {
+			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, existing.obj.GetUID()))
+		}
+		if err := checkPreconditions(res, existing.obj, opts.Preconditions); err != nil {
+			return nil, err
+		}
+		obj := existing.obj.DeepCopyObject().(resources.Object)
+		obj.SetResourceVersion("")
+		if f := res.Kind.Finalization; f != nil {
+			f.MarkDeleting(obj, r.now())
+		} else {
+			markDeleting(obj, r.now())
+		}
+		return &attempt{obj: obj}, nil
+	})
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	return DeleteResult{Object: out.obj, Deleted: out.deleted}, nil
 }
 
 // markDeleting sets the deletion fields of an object held by finalizers
@@ -115,11 +134,11 @@ func markDeleting(obj resources.Object, now time.Time) {
 // checkPreconditions compares DeleteOptions preconditions with the stored
 // object. kube-apiserver names the kind, not the resource, in this
 // conflict (apiserver/pkg/registry/rest/delete.go BeforeDelete).
-func checkPreconditions(res *resources.Resource, obj resources.Object, p *metav1.Preconditions) error {
+func checkPreconditions(res resources.Resource, obj resources.Object, p *metav1.Preconditions) error {
 	if p == nil {
 		return nil
 	}
-	gr := schema.GroupResource{Group: res.Group, Resource: res.Kind}
+	gr := schema.GroupResource{Group: res.Version.Group, Resource: res.Kind.Names.Kind}
 	if p.UID != nil && *p.UID != obj.GetUID() {
 		return apierrors.NewConflict(gr, obj.GetName(), fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, obj.GetUID()))
 	}
@@ -129,52 +148,11 @@ func checkPreconditions(res *resources.Resource, obj resources.Object, p *metav1
 	return nil
 }
 
-// deleteNamespace starts a namespace's deletion: it becomes Terminating
-// with a deletionTimestamp, and the namespace controller empties it and
-// removes the "kubernetes" finalizer, which deletes it
-// (kubernetes/pkg/registry/core/namespace/storage/storage.go Delete).
-func (r *Registry) deleteNamespace(ctx context.Context, res *resources.Resource, key, name string, cur *current, dryRun bool) (DeleteResult, error) {
-	ns := cur.obj.(*corev1.Namespace)
-	if ns.DeletionTimestamp == nil || ns.Status.Phase != corev1.NamespaceTerminating {
-		uid := ns.UID
-		out, err := r.guaranteedUpdate(ctx, res, key, name, dryRun, func(existing *current) (resources.Object, error) {
-			if existing == nil {
-				return nil, apierrors.NewNotFound(res.GroupResource(), name)
-			}
-			if existing.obj.GetUID() != uid {
-				return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, existing.obj.GetUID()))
-			}
-			n := existing.obj.DeepCopyObject().(*corev1.Namespace)
-			n.ResourceVersion = ""
-			if n.DeletionTimestamp == nil {
-				t := metav1.NewTime(r.now().Truncate(time.Second))
-				n.DeletionTimestamp = &t
-			}
-			n.Status.Phase = corev1.NamespaceTerminating
-			return n, nil
-		})
-		if err != nil {
-			return DeleteResult{}, err
-		}
-		return DeleteResult{Object: out}, nil
-	}
-	if len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
-		return DeleteResult{Object: ns}, nil
-	}
-	if dryRun {
-		return DeleteResult{Object: ns, Deleted: true}, nil
-	}
-	if _, err := r.store.Delete(ctx, key, cur.rev); err != nil {
-		return DeleteResult{}, storageError(err, res, name, "delete")
-	}
-	return DeleteResult{Object: ns, Deleted: true}, nil
-}
-
 // DeleteCollection deletes every object a list with opts selects, one by
 // one with the same delete options, and returns the list as it was before
 // (kube-apiserver's semantics: not atomic, objects already gone are
 // skipped).
-func (r *Registry) DeleteCollection(ctx context.Context, res *resources.Resource, namespace string, listOpts *metainternalversion.ListOptions, opts *metav1.DeleteOptions) (*ListResult, error) {
+func (r *Registry) DeleteCollection(ctx context.Context, res resources.Resource, namespace string, listOpts *metainternalversion.ListOptions, opts *metav1.DeleteOptions) (*ListResult, error) {
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
@@ -182,8 +160,8 @@ func (r *Registry) DeleteCollection(ctx context.Context, res *resources.Resource
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range list.Objects {
-		_, err := r.Delete(ctx, res, o.Namespace, o.Name, opts)
+	for _, o := range list.Items {
+		_, err := r.Delete(ctx, res, o.Obj.GetNamespace(), o.Obj.GetName(), opts)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}

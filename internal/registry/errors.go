@@ -22,7 +22,7 @@ const optimisticLockMessage = "the object has been modified; please apply your c
 
 // storageError turns a storage failure into an API error; verb names the
 // operation in ServerTimeout answers.
-func storageError(err error, res *resources.Resource, name, verb string) error {
+func storageError(err error, res resources.Resource, name, verb string) error {
 	var se *apierrors.StatusError
 	switch {
 	case errors.As(err, &se):

@@ -10,23 +10,24 @@ import (
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
-// fieldManagerKey names a resource or one of its subresources.
+// fieldManagerKey names a served version (by index) of a kind, or a
+// subresource of it.
 type fieldManagerKey struct {
-	res         *resources.Resource
+	version     int
 	subresource string
 }
 
-// newFieldManagers builds kube-apiserver's field manager (managedFields and
-// server-side apply, from k8s.io/apimachinery/pkg/util/managedfields) for
-// each resource and subresource. leasehold serves one version per
-// resource, so the hub version is the served version.
-func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, rs []*resources.Resource) (map[fieldManagerKey]*managedfields.FieldManager, error) {
+// newFieldManagers builds kube-apiserver's field manager (managedFields
+// and server-side apply, from k8s.io/apimachinery/pkg/util/managedfields)
+// for each served version of k and each of its subresources. The hub is
+// the storage version; the scheme converts between versions.
+func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, k *resources.Kind) (map[fieldManagerKey]*managedfields.FieldManager, error) {
 	out := map[fieldManagerKey]*managedfields.FieldManager{}
-	for _, res := range rs {
-		subs := map[string][]string{"": res.ResetFields}
-		for name, sub := range res.Subresources {
-			subs[name] = sub.ResetFields
-		}
+	subs := map[string][]string{"": k.ResetFields}
+	for _, sub := range k.Subresources {
+		subs[sub.Name] = sub.ResetFields
+	}
+	for i, res := range k.Resources() {
 		for sub, reset := range subs {
 			var resetFields map[fieldpath.APIVersion]fieldpath.Filter
 			if len(reset) > 0 {
@@ -39,35 +40,36 @@ func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, rs
 				}
 			}
 			fm, err := managedfields.NewDefaultFieldManager(tc, scheme, defaulter{res}, scheme,
-				res.GroupVersionKind(), res.GroupVersion(), sub, resetFields)
+				res.GroupVersionKind(), k.Storage().GroupVersion(), sub, resetFields)
 			if err != nil {
-				return nil, fmt.Errorf("field manager for %s %q: %w", res.Plural, sub, err)
+				return nil, fmt.Errorf("field manager for %s %q: %w", res.GroupVersionResource(), sub, err)
 			}
-			out[fieldManagerKey{res, sub}] = fm
+			out[fieldManagerKey{i, sub}] = fm
 		}
 	}
 	return out, nil
 }
 
-// defaulter applies a resource's defaults, as the scheme's defaulting
-// functions do in kube-apiserver (leasehold's scheme has none).
-type defaulter struct{ res *resources.Resource }
+// defaulter applies a version's defaults to the objects server-side apply
+// builds, as the scheme's defaulting functions do in kube-apiserver.
+type defaulter struct{ res resources.Resource }
 
 func (d defaulter) Default(obj runtime.Object) {
-	if o, ok := obj.(resources.Object); ok && d.res.Default != nil {
+	if o, ok := obj.(resources.Object); ok {
 		d.res.Default(o)
 	}
 }
 
-// fieldManager returns the field manager of res (or of a subresource), nil
-// when managed fields are not tracked (no type converter configured).
-func (r *Registry) fieldManager(res *resources.Resource, subresource string) *managedfields.FieldManager {
-	return r.fieldManagers[fieldManagerKey{res, subresource}]
+// fieldManager returns the field manager of res (or of a subresource),
+// nil when managed fields are not tracked (no type converter configured).
+func (r *Registry) fieldManager(res resources.Resource, subresource string) *managedfields.FieldManager {
+	return r.state[res.Kind].fieldManagers[fieldManagerKey{res.VersionIndex(), subresource}]
 }
 
 // trackUpdate records an update by manager in obj's managedFields, given
-// the stored object live (an empty object on create).
-func (r *Registry) trackUpdate(res *resources.Resource, subresource string, live, obj resources.Object, manager string) resources.Object {
+// the stored object live (an empty object on create); both are of res's
+// version.
+func (r *Registry) trackUpdate(res resources.Resource, subresource string, live, obj resources.Object, manager string) resources.Object {
 	fm := r.fieldManager(res, subresource)
 	if fm == nil {
 		return obj

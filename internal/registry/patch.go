@@ -21,6 +21,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
@@ -42,7 +43,7 @@ const maxJSONPatchOperations = 10000
 // applied to the current object, and applied again to the new current
 // object if a concurrent write intervenes. Only apply creates a missing
 // object.
-func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace, name, subresource string, patchType types.PatchType, patch []byte, opts PatchOptions) (WriteResult, error) {
+func (r *Registry) Patch(ctx context.Context, res resources.Resource, namespace, name, subresource string, patchType types.PatchType, patch []byte, opts PatchOptions) (WriteResult, error) {
 	sub, err := subresourceOf(res, name, subresource)
 	if err != nil {
 		return WriteResult{}, err
@@ -54,19 +55,20 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 	if patchType == types.ApplyYAMLPatchType && fm == nil {
 		return WriteResult{}, apierrors.NewInternalError(errors.New("server-side apply needs a type converter"))
 	}
-	result := WriteResult{}
-	key := r.key(res, namespace, name)
-	w := write{res: res, sub: sub, subresource: subresource, name: name, allowCreate: patchType == types.ApplyYAMLPatchType && sub == nil, result: &result}
-	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (resources.Object, error) {
-		result.Warnings = nil
-		live := liveOrNew(res, existing)
+	key := r.key(res.Kind, namespace, name)
+	w := write{res: res, sub: sub, name: name, allowCreate: patchType == types.ApplyYAMLPatchType && sub == nil}
+	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (*attempt, error) {
 		if existing == nil && patchType != types.ApplyYAMLPatchType {
 			return nil, apierrors.NewNotFound(res.GroupResource(), name)
+		}
+		// The patch applies to the object at the request's version.
+		live, err := r.live(res, existing)
+		if err != nil {
+			return nil, err
 		}
 		var (
 			patched  resources.Object
 			warnings []string
-			err      error
 		)
 		switch patchType {
 		case types.JSONPatchType, types.MergePatchType:
@@ -81,7 +83,6 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 		if err != nil {
 			return nil, patchApplicationError(patchType, err)
 		}
-		result.Warnings = append(result.Warnings, warnings...)
 		if patchType != types.ApplyYAMLPatchType {
 			patched = r.trackUpdate(res, subresource, live, patched, opts.Manager)
 		}
@@ -94,14 +95,18 @@ func (r *Registry) Patch(ctx context.Context, res *resources.Resource, namespace
 		if err := checkName(patched, name); err != nil {
 			return nil, err
 		}
-		result.Warnings = append(result.Warnings, dedupOwnerReferences(patched, duplicateOwnersPatchedWarning)...)
-		return r.updateObject(ctx, w, existing, patched)
+		warnings = append(warnings, dedupOwnerReferences(patched, duplicateOwnersPatchedWarning)...)
+		a, err := r.updateObject(ctx, w, existing, patched)
+		if err != nil {
+			return nil, err
+		}
+		a.warnings = append(warnings, a.warnings...)
+		return a, nil
 	})
 	if err != nil {
 		return WriteResult{}, err
 	}
-	result.Object = out
-	return result, nil
+	return WriteResult{Object: out.obj, Created: out.created, Warnings: out.warnings}, nil
 }
 
 // patchApplicationError answers an error of the patch libraries that is
@@ -152,7 +157,8 @@ func checkName(obj resources.Object, name string) error {
 }
 
 // jsonPatch applies a JSON patch or merge patch to the JSON of current.
-func (r *Registry) jsonPatch(res *resources.Resource, current resources.Object, patchType types.PatchType, patch []byte, validation string) (resources.Object, []string, error) {
+// current and the result are of res's version.
+func (r *Registry) jsonPatch(res resources.Resource, current resources.Object, patchType types.PatchType, patch []byte, validation string) (resources.Object, []string, error) {
 	strict := validation != metav1.FieldValidationIgnore
 	currentJSON, err := r.objectJSON(current)
 	if err != nil {
@@ -200,24 +206,20 @@ func (r *Registry) jsonPatch(res *resources.Resource, current resources.Object, 
 			return nil, nil, err
 		}
 	}
-	into := res.New()
-	d, err := r.codecs.Decode(r.jsonInfo(), strict, patchedJSON, into)
-	if err != nil {
+	obj, d, err := r.codecs.DecodeObject(r.jsonInfo(), strict, patchedJSON, res)
+	var wrong *codec.WrongKindError
+	switch {
+	case errors.As(err, &wrong):
+		// runtime.DecodeInto's refusal, reported on the patch as
+		// kube-apiserver does.
+		err := fmt.Errorf("unable to decode %v into %T", wrong.Got, res.New())
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchedJSON), err.Error())})
+	case err != nil:
 		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchedJSON), err.Error())})
 	}
 	warnings, err := strictOutcome(validation, append(strictErrs, d.Strict...), string(patchedJSON))
 	if err != nil {
 		return nil, nil, err
-	}
-	obj, ok := d.Object.(resources.Object)
-	if !ok || d.Object != into {
-		// runtime.DecodeInto's refusal, reported on the patch as
-		// kube-apiserver does.
-		err := fmt.Errorf("unable to decode %v into %T", d.GVK, into)
-		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchedJSON), err.Error())})
-	}
-	if res.Default != nil {
-		res.Default(obj)
 	}
 	return obj, warnings, nil
 }
@@ -242,7 +244,7 @@ func strictOutcome(validation string, strictErrs []error, patched string) ([]str
 
 // strategicPatch applies a strategic merge patch, using the Go type's
 // patch strategies (none for Lease and Endpoints: lists are replaced).
-func (r *Registry) strategicPatch(res *resources.Resource, current resources.Object, patch []byte, validation string) (resources.Object, []string, error) {
+func (r *Registry) strategicPatch(res resources.Resource, current resources.Object, patch []byte, validation string) (resources.Object, []string, error) {
 	strict := validation != metav1.FieldValidationIgnore
 	original, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
 	if err != nil {
@@ -261,20 +263,13 @@ func (r *Registry) strategicPatch(res *resources.Resource, current resources.Obj
 	if err != nil {
 		return nil, nil, strategicPatchError(err)
 	}
-	obj := res.New()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, obj, strict); err != nil {
-		se, ok := runtime.AsStrictDecodingError(err)
-		if !ok {
-			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), fmt.Sprintf("%+v", patchMap), err.Error())})
-		}
-		strictErrs = append(strictErrs, se.Errors()...)
+	obj, objStrictErrs, err := r.codecs.ObjectFromMap(patched, strict, res)
+	if err != nil {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), fmt.Sprintf("%+v", patchMap), err.Error())})
 	}
-	warnings, err := strictOutcome(validation, strictErrs, fmt.Sprintf("%+v", patchMap))
+	warnings, err := strictOutcome(validation, append(strictErrs, objStrictErrs...), fmt.Sprintf("%+v", patchMap))
 	if err != nil {
 		return nil, nil, err
-	}
-	if res.Default != nil {
-		res.Default(obj)
 	}
 	return obj, warnings, nil
 }
@@ -293,7 +288,7 @@ func strategicPatchError(err error) error {
 }
 
 // apply runs server-side apply of a YAML (or JSON) configuration.
-func (r *Registry) apply(res *resources.Resource, subresource string, live resources.Object, patch []byte, opts PatchOptions) (resources.Object, []string, error) {
+func (r *Registry) apply(res resources.Resource, subresource string, live resources.Object, patch []byte, opts PatchOptions) (resources.Object, []string, error) {
 	applied := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))

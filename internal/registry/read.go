@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -19,33 +18,35 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/watchcache"
 )
 
-// Get returns one object, as the cache holds it: callers must not modify
-// it. resourceVersion follows kube-apiserver: "" is a
-// consistent read, "0" any cached state, N a state at least as new as N.
-func (r *Registry) Get(ctx context.Context, res *resources.Resource, namespace, name, resourceVersion string) (*watchcache.Object, error) {
-	c := r.cache(res)
+// Get returns one object (storage version), as the cache holds it:
+// callers must not modify it. resourceVersion follows kube-apiserver: ""
+// is a consistent read, "0" any cached state, N a state at least as new
+// as N.
+func (r *Registry) Get(ctx context.Context, res resources.Resource, namespace, name, resourceVersion string) (codec.Cached, error) {
 	rv, err := parseResourceVersion(resourceVersion)
 	if err != nil {
-		return nil, err
+		return codec.Cached{}, err
 	}
-	s, err := r.stateNotOlderThan(ctx, c, resourceVersion, rv)
+	s, err := r.stateNotOlderThan(ctx, res, resourceVersion, rv)
 	if err != nil {
-		return nil, err
+		return codec.Cached{}, err
 	}
-	o, ok := s.Get(r.key(res, namespace, name))
+	o, ok := s.Get(r.key(res.Kind, namespace, name))
 	if !ok {
-		return nil, apierrors.NewNotFound(res.GroupResource(), name)
+		return codec.Cached{}, apierrors.NewNotFound(res.GroupResource(), name)
 	}
-	return o, nil
+	return o.Cached(), nil
 }
 
 // stateNotOlderThan returns a cache state for a read with the given
 // resourceVersion ("" consistent, "0" any, N at least N).
-func (r *Registry) stateNotOlderThan(ctx context.Context, c *watchcache.Cache, resourceVersion string, rv int64) (*watchcache.State, error) {
+func (r *Registry) stateNotOlderThan(ctx context.Context, res resources.Resource, resourceVersion string, rv int64) (*watchcache.State, error) {
+	c := r.cache(res.Kind)
 	switch resourceVersion {
 	case "0":
 		if s := c.Current(); s != nil {
@@ -55,7 +56,7 @@ func (r *Registry) stateNotOlderThan(ctx context.Context, c *watchcache.Cache, r
 	case "":
 		cur, err := r.store.Revision(ctx)
 		if err != nil {
-			return nil, storageError(err, c.Resource(), "", "get")
+			return nil, storageError(err, res, "", "get")
 		}
 		return r.waitFor(ctx, c, cur)
 	default:
@@ -106,7 +107,9 @@ func parseResourceVersion(rv string) (int64, error) {
 
 // ListResult is one list response.
 type ListResult struct {
-	Objects []*watchcache.Object
+	// Items are of the kind's storage version and shared: callers must
+	// not modify them.
+	Items []codec.Cached
 	// ResourceVersion is the revision the list reflects.
 	ResourceVersion int64
 	Continue        string
@@ -115,15 +118,24 @@ type ListResult struct {
 	RemainingItemCount *int64
 }
 
+// ListMeta returns the list's metadata, as the response carries it.
+func (l *ListResult) ListMeta() metav1.ListMeta {
+	return metav1.ListMeta{
+		ResourceVersion:    strconv.FormatInt(l.ResourceVersion, 10),
+		Continue:           l.Continue,
+		RemainingItemCount: l.RemainingItemCount,
+	}
+}
+
 // List lists objects of res in namespace ("" for all namespaces and for
 // cluster-scoped resources), with kube-apiserver's resourceVersion,
 // resourceVersionMatch, limit and continue rules.
-func (r *Registry) List(ctx context.Context, res *resources.Resource, namespace string, opts *metainternalversion.ListOptions) (*ListResult, error) {
+func (r *Registry) List(ctx context.Context, res resources.Resource, namespace string, opts *metainternalversion.ListOptions) (*ListResult, error) {
 	sel, err := r.selector(res, namespace, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := r.cache(res)
+	c := r.cache(res.Kind)
 	var (
 		s    *watchcache.State
 		from string
@@ -136,10 +148,10 @@ func (r *Registry) List(ctx context.Context, res *resources.Resource, namespace 
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
-		from = r.resourcePrefix(res) + tok.StartKey
+		from = r.kindPrefix(res.Kind) + tok.StartKey
 		if tok.ResourceVersion < 0 {
 			// A token handed out with a 410: continue at the latest state.
-			if s, err = r.stateNotOlderThan(ctx, c, "", 0); err != nil {
+			if s, err = r.stateNotOlderThan(ctx, res, "", 0); err != nil {
 				return nil, err
 			}
 		} else {
@@ -175,17 +187,20 @@ func (r *Registry) List(ctx context.Context, res *resources.Resource, namespace 
 				}
 				return nil, apierrors.NewInternalError(err)
 			}
-		} else if s, err = r.stateNotOlderThan(ctx, c, opts.ResourceVersion, rv); err != nil {
+		} else if s, err = r.stateNotOlderThan(ctx, res, opts.ResourceVersion, rv); err != nil {
 			return nil, err
 		}
 	}
 
 	page := s.List(sel, from, int(opts.Limit))
-	out := &ListResult{Objects: page.Objects, ResourceVersion: s.Rev}
+	out := &ListResult{Items: make([]codec.Cached, len(page.Objects)), ResourceVersion: s.Rev}
+	for i, o := range page.Objects {
+		out.Items[i] = o.Cached()
+	}
 	if page.Next != "" {
 		c.Retain(s)
 		last := page.Objects[len(page.Objects)-1].Key
-		out.Continue = encodeContinue(strings.TrimPrefix(last, r.resourcePrefix(res))+"\x00", s.Rev)
+		out.Continue = encodeContinue(strings.TrimPrefix(last, r.kindPrefix(res.Kind))+"\x00", s.Rev)
 		if sel.Label.Empty() && sel.Field.Empty() {
 			n := int64(page.Remaining)
 			out.RemainingItemCount = &n
@@ -197,7 +212,7 @@ func (r *Registry) List(ctx context.Context, res *resources.Resource, namespace 
 // expiredContinue answers a continue token whose snapshot is gone: 410
 // with a token that continues from the same key at the latest revision,
 // as kube-apiserver does.
-func (r *Registry) expiredContinue(res *resources.Resource, from string, err error) error {
+func (r *Registry) expiredContinue(res resources.Resource, from string, err error) error {
 	if !errors.Is(err, watchcache.ErrExpired) {
 		return apierrors.NewInternalError(err)
 	}
@@ -205,25 +220,32 @@ func (r *Registry) expiredContinue(res *resources.Resource, from string, err err
 		"You can start a new list without the continue parameter, or use the continue token in this response to " +
 		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
 		"objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-	se.ErrStatus.ListMeta.Continue = encodeContinue(strings.TrimPrefix(from, r.resourcePrefix(res)), -1)
+	se.ErrStatus.ListMeta.Continue = encodeContinue(strings.TrimPrefix(from, r.kindPrefix(res.Kind)), -1)
 	return se
 }
 
 // selector builds the cache selector of a list: namespace from the URL,
-// metadata.name and metadata.namespace from the field selector to narrow the
-// key range, and the full label and field selectors.
-func (r *Registry) selector(res *resources.Resource, namespace string, opts *metainternalversion.ListOptions) (watchcache.Selector, error) {
-	sel := watchcache.Selector{Namespace: namespace, Label: opts.LabelSelector, Field: opts.FieldSelector, FieldValue: res.Field}
-	if sel.Field == nil {
-		sel.Field = fields.Everything()
-	}
+// metadata.name and metadata.namespace from the field selector to narrow
+// the key range, and the full label and field selectors, the field labels
+// translated into the storage version's.
+func (r *Registry) selector(res resources.Resource, namespace string, opts *metainternalversion.ListOptions) (watchcache.Selector, error) {
+	sel := watchcache.Selector{Namespace: namespace, Label: opts.LabelSelector, Field: opts.FieldSelector, FieldValue: res.Kind.Fields.Value}
 	if sel.Label == nil {
 		sel.Label = labels.Everything()
 	}
-	for _, req := range sel.Field.Requirements() {
-		if !supportsFieldLabel(res, req.Field) {
-			return sel, apierrors.NewBadRequest(fieldLabelError(res, req.Field))
+	if sel.Field == nil {
+		sel.Field = fields.Everything()
+	} else {
+		f, err := sel.Field.Transform(func(label, value string) (string, string, error) {
+			stored, err := res.FieldLabel(label)
+			return stored, value, err
+		})
+		if err != nil {
+			return sel, apierrors.NewBadRequest(err.Error())
 		}
+		sel.Field = f
+	}
+	for _, req := range sel.Field.Requirements() {
 		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {
 			continue
 		}
@@ -231,28 +253,12 @@ func (r *Registry) selector(res *resources.Resource, namespace string, opts *met
 		case "metadata.name":
 			sel.Name = req.Value
 		case "metadata.namespace":
-			if sel.Namespace == "" && res.Namespaced {
+			if sel.Namespace == "" && res.Kind.Namespaced {
 				sel.Namespace = req.Value
 			}
 		}
 	}
 	return sel, nil
-}
-
-func supportsFieldLabel(res *resources.Resource, label string) bool {
-	return slices.Contains(res.FieldLabels, label)
-}
-
-// fieldLabelError words an unsupported field label as kube-apiserver's
-// conversion functions do: the generic one for kinds that only support
-// metadata.name and metadata.namespace, a kind-specific one otherwise
-// (k8s.io/apimachinery/pkg/runtime/conversion.go,
-// kubernetes/pkg/apis/core/v1/conversion.go).
-func fieldLabelError(res *resources.Resource, label string) string {
-	if len(res.FieldLabels) == 2 && supportsFieldLabel(res, "metadata.name") && supportsFieldLabel(res, "metadata.namespace") {
-		return fmt.Sprintf("%q is not a known field selector: only %q, %q", label, "metadata.name", "metadata.namespace")
-	}
-	return fmt.Sprintf("field label not supported: %s", label)
 }
 
 // continueToken is kube-apiserver's continue token format; clients treat it

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -20,15 +22,22 @@ type Config struct {
 	Store  storage.Interface
 	Codecs *codec.Codecs
 	// Prefix is the storage key prefix, "/registry" by default.
-	Prefix    string
-	Resources []*resources.Resource
-	// Namespaces is the namespace resource; namespaced objects may only be
-	// created in existing, active namespaces.
-	Namespaces *resources.Resource
-	// WatchWindow is the number of events kept per resource for watches
-	// that resume from a past revision.
+	Prefix string
+	// Kinds are the served kinds.
+	Kinds []*resources.Kind
+	// Admission runs on every create, update and delete, in order.
+	Admission admission.Chain
+	// WatchWindow is the number of events kept per kind for watches that
+	// resume from a past revision; 0 means 10,000.
 	WatchWindow int
-	Logger      *slog.Logger
+	// MinWatchTimeout is the shortest life of a watch that gives no
+	// timeoutSeconds: each lasts a random time between it and twice it;
+	// 0 means kube-apiserver's 1800 s.
+	MinWatchTimeout time.Duration
+	// BookmarkInterval is how often a watch with allowWatchBookmarks gets
+	// a bookmark; 0 means a minute, as kube-apiserver.
+	BookmarkInterval time.Duration
+	Logger           *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// TypeConverter describes the served types for managedFields and
@@ -37,18 +46,36 @@ type Config struct {
 	TypeConverter managedfields.TypeConverter
 }
 
-// Registry serves the verbs of every configured resource.
+// Registry serves the verbs of every configured kind.
 type Registry struct {
-	store      storage.Interface
-	codecs     *codec.Codecs
-	prefix     string
-	caches     map[*resources.Resource]*watchcache.Cache
-	feeder     *watchcache.Feeder
-	namespaces *resources.Resource
-	log        *slog.Logger
-	now        func() time.Time
-	// fieldManagers track managedFields per resource and subresource.
+	store     storage.Interface
+	codecs    *codec.Codecs
+	prefix    string
+	admission admission.Chain
+	log       *slog.Logger
+	now       func() time.Time
+	watch     watchSettings
+
+	kinds []*resources.Kind
+	// state holds each kind's cache and field managers.
+	state map[*resources.Kind]*kindState
+	// byGVR finds what a request path names.
+	byGVR  map[schema.GroupVersionResource]resources.Resource
+	feeder *watchcache.Feeder
+}
+
+// kindState is what the registry keeps per kind.
+type kindState struct {
+	cache *watchcache.Cache
+	// fieldManagers track managedFields per served version and
+	// subresource.
 	fieldManagers map[fieldManagerKey]*managedfields.FieldManager
+}
+
+// watchSettings are the timings of watches.
+type watchSettings struct {
+	minTimeout       time.Duration
+	bookmarkInterval time.Duration
 }
 
 // New returns a registry. Run must be running for reads to be served.
@@ -62,34 +89,53 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MinWatchTimeout == 0 {
+		cfg.MinWatchTimeout = 1800 * time.Second
+	}
+	if cfg.BookmarkInterval == 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
 	r := &Registry{
-		store:      cfg.Store,
-		codecs:     cfg.Codecs,
-		prefix:     cfg.Prefix,
-		caches:     make(map[*resources.Resource]*watchcache.Cache, len(cfg.Resources)),
-		namespaces: cfg.Namespaces,
-		log:        cfg.Logger,
-		now:        cfg.Now,
+		store:     cfg.Store,
+		codecs:    cfg.Codecs,
+		prefix:    cfg.Prefix,
+		admission: cfg.Admission,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		watch:     watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
+		kinds:     cfg.Kinds,
+		state:     make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
+		byGVR:     map[schema.GroupVersionResource]resources.Resource{},
 	}
 	var caches []*watchcache.Cache
-	for _, res := range cfg.Resources {
-		c := watchcache.New(watchcache.Config{
-			Resource: res,
-			Prefix:   r.resourcePrefix(res),
-			Decode:   r.decoder(res),
-			Window:   cfg.WatchWindow,
-		})
-		r.caches[res] = c
-		caches = append(caches, c)
-	}
-	r.feeder = watchcache.NewFeeder(cfg.Store, cfg.Prefix+"/", cfg.Logger, caches...)
-	if cfg.TypeConverter != nil {
-		fms, err := newFieldManagers(cfg.TypeConverter, cfg.Codecs.Scheme(), cfg.Resources)
-		if err != nil {
+	for _, k := range cfg.Kinds {
+		if err := k.Check(); err != nil {
 			return nil, err
 		}
-		r.fieldManagers = fms
+		st := &kindState{cache: watchcache.New(watchcache.Config{
+			Prefix:     r.kindPrefix(k),
+			Namespaced: k.Namespaced,
+			Decode:     r.decoder(k),
+			Window:     cfg.WatchWindow,
+		})}
+		if cfg.TypeConverter != nil {
+			fms, err := newFieldManagers(cfg.TypeConverter, cfg.Codecs.Scheme(), k)
+			if err != nil {
+				return nil, err
+			}
+			st.fieldManagers = fms
+		}
+		r.state[k] = st
+		caches = append(caches, st.cache)
+		for _, res := range k.Resources() {
+			gvr := res.GroupVersionResource()
+			if _, dup := r.byGVR[gvr]; dup {
+				return nil, fmt.Errorf("registry: %s is served twice", gvr)
+			}
+			r.byGVR[gvr] = res
+		}
 	}
+	r.feeder = watchcache.NewFeeder(cfg.Store, cfg.Prefix+"/", cfg.Logger, caches...)
 	return r, nil
 }
 
@@ -101,22 +147,41 @@ func (r *Registry) Run(ctx context.Context) error {
 // Ready is closed once every cache is filled.
 func (r *Registry) Ready() <-chan struct{} { return r.feeder.Ready() }
 
-// resourcePrefix is the storage prefix of all objects of res, ending in "/".
-func (r *Registry) resourcePrefix(res *resources.Resource) string {
-	return r.prefix + "/" + res.KeyPath + "/"
+// Kinds lists the served kinds.
+func (r *Registry) Kinds() []*resources.Kind { return r.kinds }
+
+// Resource returns the served resource a group, version and plural name;
+// false when none is served.
+func (r *Registry) Resource(gvr schema.GroupVersionResource) (resources.Resource, bool) {
+	res, ok := r.byGVR[gvr]
+	return res, ok
+}
+
+// ResourceFor returns the storage version of the served kind gk.
+func (r *Registry) ResourceFor(gk schema.GroupKind) (resources.Resource, bool) {
+	k := resources.Find(r.kinds, gk)
+	if k == nil {
+		return resources.Resource{}, false
+	}
+	return k.Storage(), true
+}
+
+// kindPrefix is the storage prefix of every object of k, ending in "/".
+func (r *Registry) kindPrefix(k *resources.Kind) string {
+	return r.prefix + "/" + k.KeyPath + "/"
 }
 
 // key is the storage key of one object, laid out as kube-apiserver does.
-func (r *Registry) key(res *resources.Resource, namespace, name string) string {
-	if res.Namespaced {
-		return r.resourcePrefix(res) + namespace + "/" + name
+func (r *Registry) key(k *resources.Kind, namespace, name string) string {
+	if k.Namespaced {
+		return r.kindPrefix(k) + namespace + "/" + name
 	}
-	return r.resourcePrefix(res) + name
+	return r.kindPrefix(k) + name
 }
 
-func (r *Registry) decoder(res *resources.Resource) watchcache.Decoder {
+func (r *Registry) decoder(k *resources.Kind) watchcache.Decoder {
 	return func(value []byte, rev int64) (resources.Object, error) {
-		obj := res.New()
+		obj := k.Versions[0].New()
 		if err := r.codecs.DecodeStorage(value, rev, obj); err != nil {
 			return nil, err
 		}
@@ -124,17 +189,17 @@ func (r *Registry) decoder(res *resources.Resource) watchcache.Decoder {
 	}
 }
 
-func (r *Registry) cache(res *resources.Resource) *watchcache.Cache {
-	c, ok := r.caches[res]
+func (r *Registry) cache(k *resources.Kind) *watchcache.Cache {
+	st, ok := r.state[k]
 	if !ok {
-		panic(fmt.Sprintf("registry: resource %s is not registered", res.Plural))
+		panic(fmt.Sprintf("registry: kind %s is not served", k.Names.Kind))
 	}
-	return c
+	return st.cache
 }
 
-// decode decodes a stored value of res.
-func (r *Registry) decode(res *resources.Resource, kv storage.KeyValue) (resources.Object, error) {
-	return r.decoder(res)(kv.Value, kv.ModRevision)
+// decode decodes a stored value of k.
+func (r *Registry) decode(k *resources.Kind, kv storage.KeyValue) (resources.Object, error) {
+	return r.decoder(k)(kv.Value, kv.ModRevision)
 }
 
 // jsonInfo is the JSON serializer, for decoding patched objects.
@@ -142,3 +207,6 @@ func (r *Registry) jsonInfo() runtime.SerializerInfo {
 	info, _ := r.codecs.InputSerializer(codec.JSON)
 	return info
 }
+
+// Codecs returns the codecs objects are encoded with.
+func (r *Registry) Codecs() *codec.Codecs { return r.codecs }

@@ -19,11 +19,12 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
-// WriteOptions are the options shared by create, update and delete.
+// WriteOptions are the options shared by create, update and patch.
 type WriteOptions struct {
 	// DryRun runs every check but stores nothing (dryRun=All).
 	DryRun bool
@@ -32,8 +33,11 @@ type WriteOptions struct {
 	Manager string
 }
 
-// WriteResult is the outcome of a create or update.
+// WriteResult is the outcome of a create, update or patch.
 type WriteResult struct {
+	// Object is the object as stored (storage version), with its new
+	// resourceVersion (the old one for a write that changed nothing, none
+	// for a dry-run create).
 	Object resources.Object
 	// Created is true when the write created the object (201).
 	Created bool
@@ -45,30 +49,35 @@ type WriteResult struct {
 // on a name collision (kube-apiserver's maxNameGenerationCreateAttempts).
 const maxGenerateNameAttempts = 8
 
-// Create stores a new object. obj is decoded from the request and owned by
-// the call.
-func (r *Registry) Create(ctx context.Context, res *resources.Resource, namespace string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
+// Create stores a new object. obj is of res's version, decoded from the
+// request, and owned by the call.
+func (r *Registry) Create(ctx context.Context, res resources.Resource, namespace string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
 	wipeSystemFields(obj)
 	if err := ensureNamespace(res, namespace, obj); err != nil {
 		return WriteResult{}, err
 	}
-	var result WriteResult
-	result.Warnings = dedupOwnerReferences(obj, duplicateOwnersWarning)
+	warnings := dedupOwnerReferences(obj, duplicateOwnersWarning)
 	obj = r.trackUpdate(res, "", res.New(), obj, opts.Manager)
-	if err := r.admitCreate(ctx, res, obj); err != nil {
+	stored, err := res.ToStorage(obj)
+	if err != nil {
+		return WriteResult{}, apierrors.NewInternalError(err)
+	}
+	if err := r.admitCreate(ctx, res, stored); err != nil {
 		return WriteResult{}, err
 	}
-	generate := obj.GetGenerateName() != "" && obj.GetName() == ""
+	generate := stored.GetGenerateName() != "" && stored.GetName() == ""
 	for attempt := 1; ; attempt++ {
-		candidate := obj
+		candidate := stored
 		if generate {
-			candidate = obj.DeepCopyObject().(resources.Object)
+			candidate = stored.DeepCopyObject().(resources.Object)
 		}
-		out, warnings, err := r.create(ctx, res, candidate, generate, opts)
-		if err == nil || !generate || !apierrors.IsAlreadyExists(err) {
-			result.Object, result.Created = out, true
-			result.Warnings = append(result.Warnings, warnings...)
-			return result, err
+		out, err := r.create(ctx, res, candidate, generate, opts)
+		if err == nil {
+			out.Warnings = append(warnings, out.Warnings...)
+			return out, nil
+		}
+		if !generate || !apierrors.IsAlreadyExists(err) {
+			return WriteResult{}, err
 		}
 		if attempt == maxGenerateNameAttempts {
 			se := apierrors.NewAlreadyExists(res.GroupResource(), candidate.GetName())
@@ -79,49 +88,50 @@ func (r *Registry) Create(ctx context.Context, res *resources.Resource, namespac
 	}
 }
 
-func (r *Registry) create(ctx context.Context, res *resources.Resource, obj resources.Object, generate bool, opts WriteOptions) (resources.Object, []string, error) {
+// create makes one attempt at storing a new object (storage version).
+func (r *Registry) create(ctx context.Context, res resources.Resource, obj resources.Object, generate bool, opts WriteOptions) (WriteResult, error) {
 	r.fillSystemFields(obj)
 	if generate {
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
 	warnings, err := r.beforeCreate(res, obj)
 	if err != nil {
-		return nil, nil, err
+		return WriteResult{}, err
 	}
 	// kube-apiserver's storage refuses a create that carries a parseable,
 	// non-zero resourceVersion, as a plain 500.
 	if rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err == nil && rv != 0 {
-		return nil, nil, errors.New("resourceVersion should not be set on objects to be created")
+		return WriteResult{}, errors.New("resourceVersion should not be set on objects to be created")
 	}
 	obj.SetResourceVersion("")
-	key := r.key(res, obj.GetNamespace(), obj.GetName())
+	key := r.key(res.Kind, obj.GetNamespace(), obj.GetName())
 	data, err := r.codecs.EncodeStorage(obj)
 	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
+		return WriteResult{}, apierrors.NewInternalError(err)
 	}
 	if opts.DryRun {
-		if cur, ok := r.cachedObject(res, key); ok {
-			return nil, nil, alreadyExists(res, obj.GetName(), cur)
+		if cur, ok := r.cachedObject(res.Kind, key); ok {
+			return WriteResult{}, alreadyExists(res, obj.GetName(), cur)
 		}
-		return obj, warnings, nil
+		return WriteResult{Object: obj, Created: true, Warnings: warnings}, nil
 	}
 	kv, err := r.store.Put(ctx, key, data, 0)
 	if err != nil {
 		var ce *storage.ConflictError
 		if errors.As(err, &ce) && ce.Current != nil {
-			cur, derr := r.decode(res, *ce.Current)
+			cur, derr := r.decode(res.Kind, *ce.Current)
 			if derr != nil {
-				return nil, nil, apierrors.NewInternalError(derr)
+				return WriteResult{}, apierrors.NewInternalError(derr)
 			}
-			return nil, nil, alreadyExists(res, obj.GetName(), cur)
+			return WriteResult{}, alreadyExists(res, obj.GetName(), cur)
 		}
-		return nil, nil, storageError(err, res, obj.GetName(), "create")
+		return WriteResult{}, storageError(err, res, obj.GetName(), "create")
 	}
 	obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
-	return obj, warnings, nil
+	return WriteResult{Object: obj, Created: true, Warnings: warnings}, nil
 }
 
-func alreadyExists(res *resources.Resource, name string, cur resources.Object) error {
+func alreadyExists(res resources.Resource, name string, cur resources.Object) error {
 	se := apierrors.NewAlreadyExists(res.GroupResource(), name)
 	if cur.GetDeletionTimestamp() != nil {
 		se.ErrStatus.Message = "object is being deleted: " + se.ErrStatus.Message
@@ -129,26 +139,49 @@ func alreadyExists(res *resources.Resource, name string, cur resources.Object) e
 	return se
 }
 
-// beforeCreate prepares and validates a new object, as kube-apiserver's
-// rest.BeforeCreate does.
-func (r *Registry) beforeCreate(res *resources.Resource, obj resources.Object) ([]string, error) {
-	if res.PrepareForCreate != nil {
-		res.PrepareForCreate(obj)
+// admitCreate runs the admission chain on a create, as kube-apiserver's
+// handlers run admission: on the object as decoded, before the kind's
+// preparation, a generated name not yet chosen.
+func (r *Registry) admitCreate(ctx context.Context, res resources.Resource, obj resources.Object) error {
+	name := obj.GetName()
+	if name == "" {
+		name = obj.GetGenerateName()
 	}
+	return r.admit(ctx, admission.Create, res, obj.GetNamespace(), name, obj, nil)
+}
+
+// beforeCreate prepares and validates a new object (storage version), as
+// kube-apiserver's rest.BeforeCreate does.
+func (r *Registry) beforeCreate(res resources.Resource, obj resources.Object) ([]string, error) {
+	strategy := res.Kind.Strategy
+	strategy.PrepareForCreate(obj)
 	// Validate includes kube-apiserver's generic metadata checks.
-	if errs := res.Validate(obj); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, obj.GetName(), errs)
+	if errs := strategy.Validate(obj, res.GroupVersion()); len(errs) > 0 {
+		return nil, invalid(res, obj.GetName(), errs)
 	}
-	if res.Warnings != nil {
-		return res.Warnings(obj, nil), nil
+	return strategy.Warnings(obj, nil), nil
+}
+
+// invalid is the 422 of a write that does not validate; it names the
+// kind, as kube-apiserver's does.
+func invalid(res resources.Resource, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: res.Version.Group, Kind: res.Kind.Names.Kind}, name, errs)
+}
+
+// admit runs the admission chain on a write.
+func (r *Registry) admit(ctx context.Context, op admission.Operation, res resources.Resource, namespace, name string, obj, old resources.Object) error {
+	if len(r.admission) == 0 {
+		return nil
 	}
-	return nil, nil
+	return r.admission.Admit(ctx, reader{r}, &admission.Request{
+		Operation: op, Resource: res, Namespace: namespace, Name: name, Object: obj, Old: old,
+	})
 }
 
 // Update replaces an object (PUT), or a subresource of it ("status",
-// "finalize"). A missing object is created when the resource allows it.
-// obj is decoded from the request and owned by the call.
-func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespace, name, subresource string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
+// "finalize"). A missing object is created when the kind allows it. obj
+// is of res's version, decoded from the request, and owned by the call.
+func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace, name, subresource string, obj resources.Object, opts WriteOptions) (WriteResult, error) {
 	sub, err := subresourceOf(res, name, subresource)
 	if err != nil {
 		return WriteResult{}, err
@@ -159,11 +192,11 @@ func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespac
 	if err := checkName(obj, name); err != nil {
 		return WriteResult{}, err
 	}
-	result := WriteResult{Warnings: dedupOwnerReferences(obj, duplicateOwnersWarning)}
-	key := r.key(res, namespace, name)
+	warnings := dedupOwnerReferences(obj, duplicateOwnersWarning)
+	key := r.key(res.Kind, namespace, name)
 	bodyUID := obj.GetUID()
-	w := write{res: res, sub: sub, subresource: subresource, name: name, allowCreate: res.AllowCreateOnUpdate && sub == nil, result: &result}
-	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (resources.Object, error) {
+	w := write{res: res, sub: sub, name: name, allowCreate: res.Kind.Updates.AllowCreateOnUpdate && sub == nil}
+	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (*attempt, error) {
 		// A uid in the body is a precondition on the stored object.
 		if bodyUID != "" && (existing == nil || existing.obj.GetUID() != bodyUID) {
 			var have types.UID
@@ -173,75 +206,90 @@ func (r *Registry) Update(ctx context.Context, res *resources.Resource, namespac
 			return nil, apierrors.NewConflict(res.GroupResource(), name,
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", bodyUID, have))
 		}
-		newObj := obj.DeepCopyObject().(resources.Object)
-		newObj = r.trackUpdate(res, subresource, liveOrNew(res, existing), newObj, opts.Manager)
+		live, err := r.live(res, existing)
+		if err != nil {
+			return nil, err
+		}
+		newObj := r.trackUpdate(res, subresource, live, obj.DeepCopyObject().(resources.Object), opts.Manager)
 		return r.updateObject(ctx, w, existing, newObj)
 	})
 	if err != nil {
 		return WriteResult{}, err
 	}
-	result.Object = out
-	return result, nil
+	return WriteResult{Object: out.obj, Created: out.created, Warnings: append(warnings, out.warnings...)}, nil
 }
 
-func subresourceOf(res *resources.Resource, name, subresource string) (*resources.Subresource, error) {
+func subresourceOf(res resources.Resource, name, subresource string) (*resources.Subresource, error) {
 	if subresource == "" {
 		return nil, nil
 	}
-	s, ok := res.Subresources[subresource]
-	if !ok {
+	s := res.Kind.Subresource(subresource)
+	if s == nil {
 		return nil, apierrors.NewNotFound(res.GroupResource(), name)
 	}
-	return &s, nil
+	return s, nil
 }
 
-// liveOrNew is the stored object for managedFields bookkeeping, an empty
-// one when there is none.
-func liveOrNew(res *resources.Resource, existing *current) resources.Object {
+// live is the stored object at res's version, for managedFields
+// bookkeeping; an empty object when there is none.
+func (r *Registry) live(res resources.Resource, existing *current) (resources.Object, error) {
 	if existing == nil {
-		return res.New()
+		return res.New(), nil
 	}
-	return existing.obj
+	v, err := res.FromStorage(existing.obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return v, nil
 }
 
 // write describes one update request for updateObject.
 type write struct {
-	res         *resources.Resource
-	sub         *resources.Subresource
-	subresource string
-	name        string
-	// allowCreate: a missing object is created (PUT to a resource that
+	res  resources.Resource
+	sub  *resources.Subresource
+	name string
+	// allowCreate: a missing object is created (PUT to a kind that
 	// allows it, or server-side apply).
 	allowCreate bool
-	result      *WriteResult
 }
 
-// updateObject applies kube-apiserver's generic update rules to newObj,
-// the object an update wants stored where existing is (nil: missing), and
-// returns the object to store. It creates when allowed, checks
-// resourceVersion, and runs the resource's update preparation and
-// validation.
-func (r *Registry) updateObject(ctx context.Context, w write, existing *current, newObj resources.Object) (resources.Object, error) {
+// attempt is the outcome of one try of an update: the object to store
+// (storage version) and what the client learns of it. Each try makes a
+// new one, so a retry cannot add to what an earlier try said.
+type attempt struct {
+	obj      resources.Object
+	created  bool
+	deleted  bool
+	warnings []string
+}
+
+// updateObject applies kube-apiserver's generic update rules to newObj
+// (res's version), the object an update wants stored where existing is
+// (nil: missing), and returns the attempt to store. It creates when
+// allowed, checks resourceVersion, and runs the kind's update
+// preparation, admission and validation.
+func (r *Registry) updateObject(ctx context.Context, w write, existing *current, newObj resources.Object) (*attempt, error) {
 	res := w.res
 	if existing == nil {
 		if !w.allowCreate {
 			return nil, apierrors.NewNotFound(res.GroupResource(), w.name)
 		}
-		wipeSystemFields(newObj)
-		r.fillSystemFields(newObj)
-		if err := r.admitCreate(ctx, res, newObj); err != nil {
+		obj, err := res.ToStorage(newObj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		wipeSystemFields(obj)
+		r.fillSystemFields(obj)
+		if err := r.admitCreate(ctx, res, obj); err != nil {
 			return nil, err
 		}
-		warnings, err := r.beforeCreate(res, newObj)
+		warnings, err := r.beforeCreate(res, obj)
 		if err != nil {
 			return nil, err
 		}
-		w.result.Created = true
-		w.result.Warnings = append(w.result.Warnings, warnings...)
-		newObj.SetResourceVersion("")
-		return newObj, nil
+		obj.SetResourceVersion("")
+		return &attempt{obj: obj, created: true, warnings: warnings}, nil
 	}
-	w.result.Created = false
 	newRV, err := strconv.ParseUint(newObj.GetResourceVersion(), 10, 64)
 	if newObj.GetResourceVersion() == "" {
 		newRV, err = 0, nil
@@ -250,40 +298,44 @@ func (r *Registry) updateObject(ctx context.Context, w write, existing *current,
 		// kube-apiserver's versioner returns strconv's error as is: a 500.
 		return nil, err
 	}
+	obj, err := res.ToStorage(newObj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
 	if newRV == 0 {
-		if !res.AllowUnconditionalUpdate {
+		if !res.Kind.Updates.AllowUnconditionalUpdate {
 			// kube-apiserver names the plural resource here, not the kind.
-			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, w.name, field.ErrorList{
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Version.Group, Kind: res.Kind.Names.Plural}, w.name, field.ErrorList{
 				field.Invalid(field.NewPath("metadata", "resourceVersion"), newRV, "must be specified for an update"),
 			})
 		}
 		// An unconditional update validates as an update of the stored
 		// version.
-		newObj.SetResourceVersion(strconv.FormatInt(existing.rev, 10))
+		obj.SetResourceVersion(strconv.FormatInt(existing.rev, 10))
 	} else if int64(newRV) != existing.rev {
 		return nil, apierrors.NewConflict(res.GroupResource(), w.name, errors.New(optimisticLockMessage))
 	}
-	warnings, err := r.beforeUpdate(res, w.sub, newObj, existing.obj)
+	if err := r.admit(ctx, admission.Update, res, obj.GetNamespace(), w.name, obj, existing.obj); err != nil {
+		return nil, err
+	}
+	warnings, err := r.beforeUpdate(res, w.sub, obj, existing.obj)
 	if err != nil {
 		return nil, err
 	}
-	newObj.SetResourceVersion("")
-	w.result.Warnings = append(w.result.Warnings, warnings...)
-	return newObj, nil
+	obj.SetResourceVersion("")
+	return &attempt{obj: obj, warnings: warnings}, nil
 }
 
-// beforeUpdate prepares and validates an update, as kube-apiserver's
-// rest.BeforeUpdate does.
-// The body's name and namespace were reconciled with the request's by
-// Update and Patch.
-func (r *Registry) beforeUpdate(res *resources.Resource, sub *resources.Subresource, obj, old resources.Object) ([]string, error) {
+// beforeUpdate prepares and validates an update (storage version), as
+// kube-apiserver's rest.BeforeUpdate does. The body's name and namespace
+// were reconciled with the request's by Update and Patch.
+func (r *Registry) beforeUpdate(res resources.Resource, sub *resources.Subresource, obj, old resources.Object) ([]string, error) {
 	obj.SetGeneration(old.GetGeneration())
-	switch {
-	case sub != nil && sub.PrepareForUpdate != nil:
-		sub.PrepareForUpdate(obj, old)
-	case sub == nil && res.PrepareForUpdate != nil:
-		res.PrepareForUpdate(obj, old)
+	var strategy resources.UpdateStrategy = res.Kind.Strategy
+	if sub != nil {
+		strategy = sub.Strategy
 	}
+	strategy.PrepareForUpdate(obj, old)
 	if obj.GetUID() == "" {
 		obj.SetUID(old.GetUID())
 	}
@@ -299,24 +351,18 @@ func (r *Registry) beforeUpdate(res *resources.Resource, sub *resources.Subresou
 	// ValidateUpdate includes kube-apiserver's generic metadata checks,
 	// duplicates and all: NewInvalid words the message without them, the
 	// causes keep them, as kube-apiserver's do.
-	var errs field.ErrorList
+	if errs := strategy.ValidateUpdate(obj, old, res.GroupVersion()); len(errs) > 0 {
+		return nil, invalid(res, obj.GetName(), errs)
+	}
 	if sub != nil {
-		errs = sub.ValidateUpdate(obj, old)
-	} else {
-		errs = res.ValidateUpdate(obj, old)
+		return nil, nil
 	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, obj.GetName(), errs)
-	}
-	if sub == nil && res.Warnings != nil {
-		return res.Warnings(obj, old), nil
-	}
-	return nil, nil
+	return res.Kind.Strategy.Warnings(obj, old), nil
 }
 
 // current is the stored state an update starts from.
 type current struct {
-	obj  resources.Object
+	obj  resources.Object // storage version, shared: never modified
 	rev  int64
 	data []byte // the stored bytes; nil when obj came from the cache
 	// fresh says the state was read from storage (or returned by a failed
@@ -324,20 +370,22 @@ type current struct {
 	fresh bool
 }
 
-// updateFunc computes the new object from the current one (nil when the
+// updateFunc computes what to store from the current state (nil when the
 // object does not exist). It must not modify existing.
-type updateFunc func(existing *current) (resources.Object, error)
+type updateFunc func(existing *current) (*attempt, error)
 
-// guaranteedUpdate applies fn until it is stored without conflicting with
-// a concurrent write, as kube-apiserver's GuaranteedUpdate does: it starts
-// from the cached object, and only re-reads storage when fn fails or the
-// write conflicts. A result byte-identical to the stored object is not
-// written. An object left with a deletionTimestamp and no finalizers is
-// deleted.
-func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource, key, name string, dryRun bool, fn updateFunc) (resources.Object, error) {
-	cur := r.cachedCurrent(res, key)
+// guaranteedUpdate applies fn until its result is stored without
+// conflicting with a concurrent write, as kube-apiserver's
+// GuaranteedUpdate does: it starts from the cached object, and only
+// re-reads storage when fn fails or the write conflicts. A result
+// byte-identical to the stored object is not written. An object left with
+// a deletionTimestamp and nothing holding it is deleted. The attempt
+// returned is the last one's, its object carrying the stored
+// resourceVersion.
+func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource, key, name string, dryRun bool, fn updateFunc) (*attempt, error) {
+	cur := r.cachedCurrent(res.Kind, key)
 	for {
-		newObj, err := fn(cur)
+		a, err := fn(cur)
 		if err != nil {
 			if cur != nil && cur.fresh || cur == nil && r.storageMissing(ctx, key) {
 				return nil, err
@@ -347,8 +395,13 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource
 			}
 			continue
 		}
-		if cur != nil && r.readyToDelete(res, newObj) {
-			return r.deleteFinalized(ctx, res, key, name, cur, newObj, dryRun)
+		newObj := a.obj
+		if cur != nil && readyToDelete(res.Kind, newObj) {
+			if err := r.deleteFinalized(ctx, res, key, name, cur, newObj, dryRun); err != nil {
+				return nil, err
+			}
+			a.deleted = true
+			return a, nil
 		}
 		data, err := r.codecs.EncodeStorage(newObj)
 		if err != nil {
@@ -371,7 +424,8 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource
 					continue
 				}
 				// Nothing changed: no write, no event, same resourceVersion.
-				return cur.obj, nil
+				a.obj = cur.obj
+				return a, nil
 			}
 		}
 		var expected int64
@@ -382,7 +436,7 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource
 			if cur != nil {
 				newObj.SetResourceVersion(strconv.FormatInt(cur.rev, 10))
 			}
-			return newObj, nil
+			return a, nil
 		}
 		kv, err := r.store.Put(ctx, key, data, expected)
 		if err != nil {
@@ -390,13 +444,13 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res *resources.Resource
 			if !errors.As(err, &ce) {
 				return nil, storageError(err, res, name, "update")
 			}
-			if cur, err = r.fromConflict(res, ce); err != nil {
+			if cur, err = r.fromConflict(res.Kind, ce); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		newObj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
-		return newObj, nil
+		return a, nil
 	}
 }
 
@@ -430,28 +484,28 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 
 // readyToDelete reports whether an updated object has been marked for
 // deletion and nothing holds it any more.
-func (r *Registry) readyToDelete(res *resources.Resource, obj resources.Object) bool {
+func readyToDelete(k *resources.Kind, obj resources.Object) bool {
 	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) > 0 {
 		return false
 	}
-	return res.Finalizing == nil || !res.Finalizing(obj)
+	return k.Finalization == nil || !k.Finalization.Holds(obj)
 }
 
 // deleteFinalized deletes an object whose update removed its last
 // finalizer; the answer is the object as the update left it.
-func (r *Registry) deleteFinalized(ctx context.Context, res *resources.Resource, key, name string, cur *current, final resources.Object, dryRun bool) (resources.Object, error) {
+func (r *Registry) deleteFinalized(ctx context.Context, res resources.Resource, key, name string, cur *current, final resources.Object, dryRun bool) error {
 	final.SetResourceVersion(strconv.FormatInt(cur.rev, 10))
 	if dryRun {
-		return final, nil
+		return nil
 	}
 	if _, err := r.store.Delete(ctx, key, cur.rev); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, storageError(err, res, name, "delete")
+		return storageError(err, res, name, "delete")
 	}
-	return final, nil
+	return nil
 }
 
-func (r *Registry) cachedObject(res *resources.Resource, key string) (resources.Object, bool) {
-	s := r.cache(res).Current()
+func (r *Registry) cachedObject(k *resources.Kind, key string) (resources.Object, bool) {
+	s := r.cache(k).Current()
 	if s == nil {
 		return nil, false
 	}
@@ -463,8 +517,8 @@ func (r *Registry) cachedObject(res *resources.Resource, key string) (resources.
 }
 
 // cachedCurrent returns the cached state of key, nil when not cached.
-func (r *Registry) cachedCurrent(res *resources.Resource, key string) *current {
-	s := r.cache(res).Current()
+func (r *Registry) cachedCurrent(k *resources.Kind, key string) *current {
+	s := r.cache(k).Current()
 	if s == nil {
 		return nil
 	}
@@ -476,7 +530,7 @@ func (r *Registry) cachedCurrent(res *resources.Resource, key string) *current {
 }
 
 // storedCurrent reads key from storage; nil when it does not exist.
-func (r *Registry) storedCurrent(ctx context.Context, res *resources.Resource, key, name string) (*current, error) {
+func (r *Registry) storedCurrent(ctx context.Context, res resources.Resource, key, name string) (*current, error) {
 	kv, err := r.store.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
@@ -484,7 +538,7 @@ func (r *Registry) storedCurrent(ctx context.Context, res *resources.Resource, k
 	if err != nil {
 		return nil, storageError(err, res, name, "get")
 	}
-	obj, err := r.decode(res, kv)
+	obj, err := r.decode(res.Kind, kv)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -498,11 +552,11 @@ func (r *Registry) storageMissing(ctx context.Context, key string) bool {
 	return errors.Is(err, storage.ErrNotFound)
 }
 
-func (r *Registry) fromConflict(res *resources.Resource, ce *storage.ConflictError) (*current, error) {
+func (r *Registry) fromConflict(k *resources.Kind, ce *storage.ConflictError) (*current, error) {
 	if ce.Current == nil {
 		return nil, nil
 	}
-	obj, err := r.decode(res, *ce.Current)
+	obj, err := r.decode(k, *ce.Current)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -528,8 +582,8 @@ func (r *Registry) fillSystemFields(obj resources.Object) {
 
 // ensureNamespace reconciles the body's namespace with the request's, as
 // kube-apiserver's EnsureObjectNamespaceMatchesRequestNamespace does.
-func ensureNamespace(res *resources.Resource, requestNamespace string, obj resources.Object) error {
-	if !res.Namespaced {
+func ensureNamespace(res resources.Resource, requestNamespace string, obj resources.Object) error {
+	if !res.Kind.Namespaced {
 		requestNamespace = ""
 	}
 	switch ns := obj.GetNamespace(); {

@@ -17,21 +17,23 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/controllers"
+	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/datadir"
 	"github.com/leasehold/leasehold/internal/httpserver"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/pki"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
-	"github.com/leasehold/leasehold/internal/resources/endpoints"
-	"github.com/leasehold/leasehold/internal/resources/lease"
-	"github.com/leasehold/leasehold/internal/resources/namespace"
+	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
@@ -100,8 +102,9 @@ type Config struct {
 	// every authenticated user may do everything.
 	AuthorizationPolicyFile string
 	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
-	// and the writes served at once (watches excepted): 0 means
-	// kube-apiserver's defaults (400 and 200), negative no limit.
+	// and the writes served at once (watches excepted); 0 means no limit,
+	// as in kube-apiserver's flags (whose defaults, 400 and 200, are the
+	// command line's).
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
 	// MaxWatchesPerUser limits the open watches of one user name
@@ -121,6 +124,9 @@ type Config struct {
 	// BookmarkInterval is how often a watch with allowWatchBookmarks gets
 	// a bookmark; 0 means a minute, as kube-apiserver. Tests shorten it.
 	BookmarkInterval time.Duration
+	// Kinds are the kinds served; nil means builtin.Kinds. Tests add kinds
+	// of their own.
+	Kinds []*resources.Kind
 }
 
 // Storage engines for Config.Storage.
@@ -135,14 +141,16 @@ const DefaultEtcdCompactInterval = etcd.DefaultCompactInterval
 
 // Server is a running leasehold.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	store    storage.Interface
-	reg      *registry.Registry
-	api      *httpserver.Server
-	http     *http.Server
-	listener net.Listener
-	certs    *pki.Bundle
+	cfg   Config
+	log   *slog.Logger
+	store storage.Interface
+	reg   *registry.Registry
+	// controllers run beside the registry.
+	controllers *controllers.Runner
+	api         *httpserver.Server
+	http        *http.Server
+	listener    net.Listener
+	certs       *pki.Bundle
 	// dirLock holds the data directory for the server's life.
 	dirLock *datadir.Lock
 	// reloaders re-read the authentication and authorization files.
@@ -203,53 +211,29 @@ func New(cfg Config) (*Server, error) {
 	s.store = store
 	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
-	codecs := codec.New()
-	leases := lease.New(lease.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection})
-	eps := endpoints.New()
-	nss := namespace.New()
-	all := []*resources.Resource{leases, eps, nss}
-	docs, err := openapi.New(all)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
+	kinds := cfg.Kinds
+	if kinds == nil {
+		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection})
 	}
-	// Server-side apply and managedFields use the same definitions as the
-	// OpenAPI documents.
-	typeConverter, err := managedfields.NewTypeConverter(docs.Definitions(), false)
-	if err != nil {
+	var docs *openapi.Service
+	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds); err != nil {
 		store.Close()
-		return nil, fmt.Errorf("building the type converter: %w", err)
+		return nil, err
 	}
-	s.reg, err = registry.New(registry.Config{
-		Store:         store,
-		Prefix:        prefix,
-		Codecs:        codecs,
-		Resources:     all,
-		Namespaces:    nss,
-		WatchWindow:   cfg.WatchWindow,
-		Logger:        cfg.Logger,
-		TypeConverter: typeConverter,
-	})
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("registry: %w", err)
-	}
+	s.controllers = controllers.NewRunner(s.reg, cfg.Logger, cfg.Storage == StorageEtcd)
 	s.api = httpserver.New(httpserver.Config{
 		OpenAPI:                     docs,
 		Registry:                    s.reg,
-		Codecs:                      codecs,
-		Resources:                   all,
+		Codecs:                      s.reg.Codecs(),
 		Authenticator:               authn,
 		Authorizer:                  authz,
-		MaxRequestsInflight:         inflightLimit(cfg.MaxRequestsInflight, httpserver.DefaultMaxRequestsInflight),
-		MaxMutatingRequestsInflight: inflightLimit(cfg.MaxMutatingRequestsInflight, httpserver.DefaultMaxMutatingRequestsInflight),
-		MaxWatchesPerUser:           max(cfg.MaxWatchesPerUser, 0),
+		MaxRequestsInflight:         cfg.MaxRequestsInflight,
+		MaxMutatingRequestsInflight: cfg.MaxMutatingRequestsInflight,
+		MaxWatchesPerUser:           cfg.MaxWatchesPerUser,
 		Version:                     buildinfo.KubeVersion(),
 		Ready:                       s.checkReady,
 		Logger:                      cfg.Logger,
-		MinWatchTimeout:             cfg.MinRequestTimeout,
 		WatchWriteTimeout:           cfg.WatchWriteTimeout,
-		BookmarkInterval:            cfg.BookmarkInterval,
 	})
 	s.http = &http.Server{
 		Handler:           s.api,
@@ -261,6 +245,44 @@ func New(cfg Config) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// newRegistry builds what serves kinds: the codec, the OpenAPI documents
+// (whose definitions also drive server-side apply), the admission chain
+// and the registry.
+func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*resources.Kind) (*registry.Registry, *openapi.Service, error) {
+	codecs, err := codec.New(kinds)
+	if err != nil {
+		return nil, nil, err
+	}
+	docs, err := openapi.New(kinds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building OpenAPI documents: %w", err)
+	}
+	typeConverter, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the type converter: %w", err)
+	}
+	var chain admission.Chain
+	if ns := resources.Find(kinds, schema.GroupKind{Kind: "Namespace"}); ns != nil {
+		chain = append(chain, admission.NamespaceLifecycle{Namespaces: ns.Storage()})
+	}
+	reg, err := registry.New(registry.Config{
+		Store:            store,
+		Prefix:           prefix,
+		Codecs:           codecs,
+		Kinds:            kinds,
+		Admission:        chain,
+		WatchWindow:      cfg.WatchWindow,
+		MinWatchTimeout:  cfg.MinRequestTimeout,
+		BookmarkInterval: cfg.BookmarkInterval,
+		Logger:           cfg.Logger,
+		TypeConverter:    typeConverter,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("registry: %w", err)
+	}
+	return reg, docs, nil
 }
 
 // openStore opens the configured storage engine and returns it with the
@@ -335,7 +357,6 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancelBG()
 	g, gctx := errgroup.WithContext(bg)
 	g.Go(func() error { return s.reg.Run(gctx) })
-	g.Go(func() error { return s.reg.RunNamespaceFinalizer(gctx) })
 	for _, run := range s.reloaders {
 		g.Go(func() error { return run(gctx) })
 	}
@@ -349,11 +370,12 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-gctx.Done():
 		return g.Wait()
 	}
-	if err := s.reg.EnsureNamespaces(ctx); err != nil {
+	if err := namespacecontroller.EnsureSystem(ctx, s.reg); err != nil {
 		cancelBG()
 		_ = g.Wait()
 		return fmt.Errorf("creating system namespaces: %w", err)
 	}
+	g.Go(func() error { return s.controllers.Run(gctx, namespacecontroller.New(s.reg, s.log)) })
 	s.readyOnce.Do(func() { close(s.ready) })
 
 	serveErr := make(chan error, 1)
@@ -500,18 +522,6 @@ func setKubeconfigCA(path string, caPEM []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// inflightLimit maps a configured in-flight limit to httpserver's: 0 is
-// the default, negative no limit (0 there).
-func inflightLimit(configured, def int) int {
-	switch {
-	case configured == 0:
-		return def
-	case configured < 0:
-		return 0
-	}
-	return configured
 }
 
 // waitHandlers waits, until ctx ends, for handlers that outlived their

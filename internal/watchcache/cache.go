@@ -27,9 +27,10 @@ type Decoder func(value []byte, rev int64) (resources.Object, error)
 
 // Config configures a Cache.
 type Config struct {
-	Resource *resources.Resource
-	// Prefix is the storage key prefix of the resource, ending in "/".
+	// Prefix is the storage key prefix of the cached kind, ending in "/".
 	Prefix string
+	// Namespaced says keys are Prefix + NAMESPACE/NAME, not Prefix + NAME.
+	Namespaced bool
 	Decode Decoder
 	// Window is how many events the cache keeps for watches that resume
 	// from a past revision.
@@ -61,11 +62,6 @@ type Cache struct {
 	fresh chan struct{}
 	// snapshots are States retained for paginated lists, newest last.
 	snapshots []*State
-	// watchers counts the running watchers, for metrics and shutdown.
-	watchers int
-	// generation increases when the cache is rebuilt from a fresh list;
-	// watchers of an older generation end.
-	generation int64
 }
 
 // New returns an empty cache; a Feeder fills it.
@@ -85,9 +81,6 @@ func New(cfg Config) *Cache {
 	c.events.init(cfg.Window)
 	return c
 }
-
-// Resource returns the described resource.
-func (c *Cache) Resource() *resources.Resource { return c.cfg.Resource }
 
 // Current returns the latest published state, nil before the first list.
 func (c *Cache) Current() *State { return c.state.Load() }
@@ -190,13 +183,12 @@ func (c *Cache) reset(kvs []storage.KeyValue, rev int64) error {
 	}
 	c.work, c.labels = work, labels
 	c.dirty = false
-	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Resource.Namespaced, tree: work.Clone()}
+	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Namespaced, tree: work.Clone()}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events.reset(rev)
 	c.snapshots = nil
-	c.generation++
 	c.publishLocked(s)
 	return nil
 }
@@ -258,7 +250,7 @@ func (c *Cache) publish(rev int64, events []Event) {
 	if cur != nil && rev <= cur.Rev && len(events) == 0 {
 		return
 	}
-	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Resource.Namespaced}
+	s := &State{Rev: rev, prefix: c.cfg.Prefix, namespaced: c.cfg.Namespaced}
 	if c.dirty || cur == nil {
 		s.tree = c.work.Clone()
 		c.dirty = false
@@ -287,7 +279,7 @@ func (c *Cache) decode(key string, value []byte, rev int64) (*Object, error) {
 	// Encoders add apiVersion and kind; keeping them would cost two
 	// strings per object.
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
-	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Resource.Namespaced)
+	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Namespaced)
 	return &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels()}, nil
 }
 

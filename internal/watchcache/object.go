@@ -2,11 +2,11 @@ package watchcache
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
@@ -27,28 +27,13 @@ type Object struct {
 	// labels map, shared between objects with identical labels).
 	Labels labels.Set
 
-	// memo keeps encodings of the object, one per slot, so that an object
-	// is serialised once however often it is read.
-	memo [MemoSlots]atomic.Pointer[[]byte]
+	// Memo keeps the object's encodings, so that it is serialised once
+	// per format however often it is read.
+	Memo codec.Memo
 }
 
-// MemoSlots is the number of encodings an Object can keep.
-const MemoSlots = 2
-
-// Memo returns the bytes kept in slot, computing them with encode on first
-// use. Concurrent first uses may both encode; either result is kept. The
-// bytes must not be modified.
-func (o *Object) Memo(slot int, encode func() ([]byte, error)) ([]byte, error) {
-	if b := o.memo[slot].Load(); b != nil {
-		return *b, nil
-	}
-	b, err := encode()
-	if err != nil {
-		return nil, err
-	}
-	o.memo[slot].Store(&b)
-	return b, nil
-}
+// Cached returns the object as the codec encodes it.
+func (o *Object) Cached() codec.Cached { return codec.Cached{Obj: o.Obj, Memo: &o.Memo} }
 
 func lessObject(a, b *Object) bool { return a.Key < b.Key }
 

@@ -2,6 +2,8 @@ package watchcache
 
 import (
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/codec"
 )
 
 // Event is one change of a resource, as watchers see it.
@@ -15,8 +17,8 @@ type Event struct {
 	// Rev is the revision of the change.
 	Rev int64
 
-	// enc caches the event's encodings, shared by all watchers.
-	enc *encodings
+	// Memo keeps the event's encodings, shared by all watchers.
+	Memo *codec.EventMemo
 }
 
 // ring is a bounded window of the most recent events, addressed by
@@ -40,7 +42,7 @@ func (r *ring) push(ev Event) {
 		*r.at(r.start) = Event{}
 		r.start++
 	}
-	ev.enc = &encodings{}
+	ev.Memo = &codec.EventMemo{}
 	*r.at(r.end) = ev
 	r.end++
 }

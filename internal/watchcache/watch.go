@@ -73,9 +73,8 @@ func (cur *Cursor) Read(buf []Event) (events []Event, rev int64, wake <-chan str
 // DELETED (its previous state at the event's revision), one that starts
 // matching is ADDED. ok is false when the watcher sees nothing.
 //
-// The result shares the cache event's encodings: for one cache event the
-// event type decides the object sent, so callers must key encodings by
-// type (and format).
+// The result shares the cache event's memo: for one cache event the event
+// type decides the object sent, so the memo keys frames by type.
 func Filter(ev *Event, sel Selector) (out Event, ok bool) {
 	if sel.Everything() {
 		return *ev, true
@@ -89,12 +88,12 @@ func Filter(ev *Event, sel Selector) (out Event, ok bool) {
 		if ev.Type == watch.Added {
 			return *ev, true
 		}
-		return Event{Type: watch.Added, Object: ev.Object, Rev: ev.Rev, enc: ev.enc}, true
+		return Event{Type: watch.Added, Object: ev.Object, Rev: ev.Rev, Memo: ev.Memo}, true
 	case old:
 		if ev.Type == watch.Deleted {
 			return *ev, true
 		}
-		return Event{Type: watch.Deleted, Object: ev.Prev.atRevision(ev.Rev), Prev: ev.Prev, Rev: ev.Rev, enc: ev.enc}, true
+		return Event{Type: watch.Deleted, Object: ev.Prev.atRevision(ev.Rev), Prev: ev.Prev, Rev: ev.Rev, Memo: ev.Memo}, true
 	}
 	return Event{}, false
 }

@@ -1,13 +1,13 @@
 package integration
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -209,40 +209,31 @@ func TestStuckWatcherDisconnected(t *testing.T) {
 			ns := fmt.Sprintf("stuck-%d", i)
 			must[*corev1.Namespace](t)(admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
 			eps := admin.CoreV1().Endpoints(ns)
-			tr, err := rest.TransportFor(withProtocol(s.Config, p.nextProtos))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := stuckTransport(t, s.Config, p.nextProtos == nil)
 			req := must[*http.Request](t)(http.NewRequestWithContext(t.Context(), "GET", s.URL()+"/api/v1/namespaces/"+ns+"/endpoints?watch=true", nil))
 			resp := must[*http.Response](t)(tr.RoundTrip(req))
 			defer resp.Body.Close()
 
-			// ~40 MiB of events the watcher never reads: more than the
-			// HTTP/2 flow-control window and the socket buffers hold.
+			// ~13 MB of events the watcher does not read: more than its
+			// small receive buffers and the server's send buffers hold,
+			// whatever the speed of the machine.
 			big := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Subsets: []corev1.EndpointSubset{{}}}
-			for j := range 10000 {
-				big.Subsets[0].Addresses = append(big.Subsets[0].Addresses, corev1.EndpointAddress{IP: fmt.Sprintf("10.0.%d.%d", j/250, j%250+1)})
+			for j := range 30000 {
+				big.Subsets[0].Addresses = append(big.Subsets[0].Addresses, corev1.EndpointAddress{IP: fmt.Sprintf("10.%d.%d.%d", j/62500, j/250%250, j%250+1)})
 			}
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := 0; j < 100 && !stop.Load(); j++ {
-					big.Subsets[0].Ports = []corev1.EndpointPort{{Port: int32(j + 1)}}
-					if _, err := eps.Update(t.Context(), big, metav1.UpdateOptions{}); err != nil && t.Context().Err() == nil {
-						t.Errorf("update %d: %v", j, err)
-						return
-					}
+			for j := range 20 {
+				big.Subsets[0].Ports = []corev1.EndpointPort{{Port: int32(j + 1)}}
+				if _, err := eps.Update(t.Context(), big, metav1.UpdateOptions{}); err != nil {
+					t.Fatalf("update %d: %v", j, err)
 				}
-			}()
-
-			// Reading now drains what was buffered and then finds the
-			// stream broken, not merely idle.
-			time.Sleep(5 * time.Second)
+			}
+			// The server's write has been blocked for longer than the
+			// write timeout; reading now drains what was buffered and then
+			// finds the stream broken, not merely idle.
+			time.Sleep(3 * time.Second)
 			done := make(chan error, 1)
 			go func() {
-				_, err := io.Copy(io.Discard, bufio.NewReader(resp.Body))
+				_, err := io.Copy(io.Discard, resp.Body)
 				done <- err
 			}()
 			select {
@@ -253,13 +244,42 @@ func TestStuckWatcherDisconnected(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				t.Error("the stuck watch was not cut off")
 			}
-			stop.Store(true)
-			wg.Wait()
 
 			// Everyone else is served.
 			checkServes(t, admin, ns)
 		})
 	}
+}
+
+// stuckTransport is a client transport with small receive buffers (a 64 KiB
+// HTTP/2 window, or a 256 KiB socket buffer for HTTP/1.1, where the
+// kernel's autotuning would grow it to tens of megabytes), so that a
+// reader that stops reading blocks the server's writes after a few
+// megabytes.
+func stuckTransport(t *testing.T, cfg *rest.Config, http2 bool) *http.Transport {
+	t.Helper()
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{
+		TLSClientConfig: tlsConfig,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if tcp, ok := conn.(*net.TCPConn); ok {
+				_ = tcp.SetReadBuffer(256 << 10)
+			}
+			return conn, err
+		},
+	}
+	if http2 {
+		tr.ForceAttemptHTTP2 = true
+		tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10}
+	} else {
+		tlsConfig.NextProtos = []string{"http/1.1"}
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
 }
 
 // checkServes checks that a list and a new watch work.

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
 
 // version is one version of a lease in etcd's history, read behind the
@@ -60,7 +61,10 @@ func leaseHistory(t testing.TB, cl *clientv3.Client, namespace string) []version
 			}
 		}
 	}()
-	dec := codec.New()
+	dec, err := codec.New(builtin.Kinds(builtin.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []version
 	for resp := range wch {
 		if err := resp.Err(); err != nil {

@@ -8,10 +8,12 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
 
+	"github.com/leasehold/leasehold/internal/openapi/definitions"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
@@ -24,39 +26,50 @@ const (
 )
 
 // New returns the description of core v1 Endpoints.
-func New() *resources.Resource {
-	return &resources.Resource{
-		Group:      "",
-		Version:    "v1",
-		Kind:       "Endpoints",
-		ListKind:   "EndpointsList",
-		Plural:     "endpoints",
-		Singular:   "endpoints",
-		ShortNames: []string{"ep"},
+func New() *resources.Kind {
+	return &resources.Kind{
+		Names: resources.Names{
+			Kind: "Endpoints", ListKind: "EndpointsList",
+			Plural: "endpoints", Singular: "endpoints",
+			ShortNames: []string{"ep"},
+		},
 		Namespaced: true,
 		KeyPath:    "services/endpoints",
-
-		New:     func() resources.Object { return &corev1.Endpoints{} },
-		NewList: func() runtime.Object { return &corev1.EndpointsList{} },
-
-		AllowCreateOnUpdate:      true,
-		AllowUnconditionalUpdate: true,
-
-		Default:        setDefaults,
-		Validate:       validate,
-		ValidateUpdate: validateUpdate,
-		Warnings:       warnings,
-
-		FieldLabels: []string{"metadata.name", "metadata.namespace"},
-		Field:       resources.MetadataField,
-
-		Columns: []metav1.TableColumnDefinition{
-			resources.NameColumn(),
-			{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
-			resources.AgeColumn(),
+		Versions: []resources.Version{{
+			GroupVersion: corev1.SchemeGroupVersion,
+			New:          func() resources.Object { return &corev1.Endpoints{} },
+			NewList:      func() runtime.Object { return &corev1.EndpointsList{} },
+			Default:      setDefaults,
+			OpenAPI:      definitions.GetOpenAPIDefinitions,
+		}},
+		Strategy: strategy{},
+		Updates:  resources.UpdatePolicy{AllowCreateOnUpdate: true, AllowUnconditionalUpdate: true},
+		Table: resources.Table{
+			Columns: []metav1.TableColumnDefinition{
+				resources.NameColumn(),
+				{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
+				resources.AgeColumn(),
+			},
+			Row: row,
 		},
-		Row: row,
+		Fields: resources.Fields{Labels: resources.MetadataFields, Value: resources.MetadataField},
 	}
+}
+
+// strategy holds the Endpoints write rules: validation and IP warnings;
+// nothing is prepared, subsets are stored as sent.
+type strategy struct{}
+
+func (strategy) PrepareForCreate(resources.Object)           {}
+func (strategy) PrepareForUpdate(_, _ resources.Object)      {}
+func (strategy) Warnings(obj, old resources.Object) []string { return warnings(obj, old) }
+
+func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validate(obj)
+}
+
+func (strategy) ValidateUpdate(obj, old resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validateUpdate(obj, old)
 }
 
 // setDefaults is SetDefaults_Endpoints: the only v1 default.

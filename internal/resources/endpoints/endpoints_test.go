@@ -43,24 +43,28 @@ func newEndpoints() *corev1.Endpoints {
 
 func TestDescription(t *testing.T) {
 	r := endpoints.New()
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	v := r.Versions[0]
 	got := []any{
-		r.Group, r.Version, r.Kind, r.ListKind, r.Plural, r.Singular, r.KeyPath, r.ShortNames,
-		r.Namespaced, r.AllowCreateOnUpdate, r.AllowUnconditionalUpdate, r.FieldLabels,
-		r.StorageVersionHash(), r.APIVersion(), len(r.Subresources),
+		v.GroupVersion.String(), r.Names.Kind, r.Names.ListKind, r.Names.Plural, r.Names.Singular, r.KeyPath, r.Names.ShortNames,
+		r.Namespaced, r.Updates.AllowCreateOnUpdate, r.Updates.AllowUnconditionalUpdate, r.Fields.Labels,
+		r.StorageVersionHash(), len(r.Subresources), v.Default != nil,
 	}
 	want := []any{
-		"", "v1", "Endpoints", "EndpointsList", "endpoints", "endpoints", "services/endpoints", []string{"ep"},
+		"v1", "Endpoints", "EndpointsList", "endpoints", "endpoints", "services/endpoints", []string{"ep"},
 		true, true, true, []string{"metadata.name", "metadata.namespace"},
-		"fWeeMqaN/OA=", "v1", 0,
+		"fWeeMqaN/OA=", 0, true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("description (-want +got):\n%s", diff)
 	}
-	if _, ok := r.New().(*corev1.Endpoints); !ok {
-		t.Errorf("New() = %T", r.New())
+	if _, ok := v.New().(*corev1.Endpoints); !ok {
+		t.Errorf("New() = %T", v.New())
 	}
-	if _, ok := r.NewList().(*corev1.EndpointsList); !ok {
-		t.Errorf("NewList() = %T", r.NewList())
+	if _, ok := v.NewList().(*corev1.EndpointsList); !ok {
+		t.Errorf("NewList() = %T", v.NewList())
 	}
 	if diff := cmp.Diff(fields.Set{"metadata.name": "web", "metadata.namespace": "default"}, fieldSet(r, newEndpoints())); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
@@ -83,7 +87,7 @@ func TestDefault(t *testing.T) {
 	want := ep.DeepCopy()
 	want.Subsets[0].Ports[0].Protocol = corev1.ProtocolTCP
 	want.Subsets[2].Ports[1].Protocol = corev1.ProtocolTCP
-	endpoints.New().Default(ep)
+	endpoints.New().Versions[0].Default(ep)
 	if diff := cmp.Diff(want, ep); diff != "" {
 		t.Errorf("defaulted (-want +got):\n%s", diff)
 	}
@@ -280,7 +284,7 @@ func TestValidate(t *testing.T) {
 			ep := newEndpoints()
 			ep.ResourceVersion = ""
 			tc.ep(ep)
-			if diff := cmp.Diff(tc.want, render(r.Validate(ep))); diff != "" {
+			if diff := cmp.Diff(tc.want, render(r.Strategy.Validate(ep, corev1.SchemeGroupVersion))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -357,7 +361,7 @@ func TestValidateUpdate(t *testing.T) {
 				tc.old(old)
 			}
 			tc.ep(ep)
-			if diff := cmp.Diff(tc.want, render(r.ValidateUpdate(ep, old))); diff != "" {
+			if diff := cmp.Diff(tc.want, render(r.Strategy.ValidateUpdate(ep, old, corev1.SchemeGroupVersion))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -407,15 +411,15 @@ func TestWarnings(t *testing.T) {
 			ep := newEndpoints()
 			ep.Labels = tc.labels
 			ep.Subsets = odd
-			if diff := cmp.Diff(tc.want, r.Warnings(ep, nil)); diff != "" {
+			if diff := cmp.Diff(tc.want, r.Strategy.Warnings(ep, nil)); diff != "" {
 				t.Errorf("create warnings (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.want, r.Warnings(ep, newEndpoints())); diff != "" {
+			if diff := cmp.Diff(tc.want, r.Strategy.Warnings(ep, newEndpoints())); diff != "" {
 				t.Errorf("update warnings (-want +got):\n%s", diff)
 			}
 		})
 	}
-	if got := r.Warnings(newEndpoints(), nil); got != nil {
+	if got := r.Strategy.Warnings(newEndpoints(), nil); got != nil {
 		t.Errorf("canonical IPs: warnings %q", got)
 	}
 }
@@ -424,14 +428,14 @@ func TestTable(t *testing.T) {
 	r := endpoints.New()
 	type col struct{ Name, Type, Format string }
 	var cols []col
-	for _, c := range r.Columns {
+	for _, c := range r.Table.Columns {
 		cols = append(cols, col{c.Name, c.Type, c.Format})
 	}
 	if diff := cmp.Diff([]col{{"Name", "string", "name"}, {"Endpoints", "string", ""}, {"Age", "string", ""}}, cols); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
-	if want := (corev1.Endpoints{}).SwaggerDoc()["subsets"]; r.Columns[1].Description != want {
-		t.Errorf("Endpoints description = %q, want %q", r.Columns[1].Description, want)
+	if want := (corev1.Endpoints{}).SwaggerDoc()["subsets"]; r.Table.Columns[1].Description != want {
+		t.Errorf("Endpoints description = %q, want %q", r.Table.Columns[1].Description, want)
 	}
 
 	addrs := func(ips ...string) []corev1.EndpointAddress {
@@ -507,17 +511,17 @@ func TestTable(t *testing.T) {
 			ep.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
 			ep.Subsets = tc.subsets
 			want := []any{"web", tc.want, "90s"}
-			if diff := cmp.Diff(want, r.Row(ep, now)); diff != "" {
+			if diff := cmp.Diff(want, r.Table.Row(ep, now)); diff != "" {
 				t.Errorf("row (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func fieldSet(r *resources.Resource, obj resources.Object) fields.Set {
+func fieldSet(r *resources.Kind, obj resources.Object) fields.Set {
 	set := fields.Set{}
-	for _, l := range r.FieldLabels {
-		set[l] = r.Field(obj, l)
+	for _, l := range r.Fields.Labels {
+		set[l] = r.Fields.Value(obj, l)
 	}
 	return set
 }

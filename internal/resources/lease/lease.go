@@ -10,9 +10,11 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/openapi/definitions"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
@@ -26,51 +28,49 @@ type Options struct {
 }
 
 // New returns the description of coordination.k8s.io/v1 Leases.
-func New(opts Options) *resources.Resource {
-	r := &resources.Resource{
-		Group:      coordinationv1.GroupName,
-		Version:    "v1",
-		Kind:       "Lease",
-		ListKind:   "LeaseList",
-		Plural:     "leases",
-		Singular:   "lease",
+func New(opts Options) *resources.Kind {
+	return &resources.Kind{
+		Names: resources.Names{
+			Kind: "Lease", ListKind: "LeaseList",
+			Plural: "leases", Singular: "lease",
+		},
 		Namespaced: true,
 		KeyPath:    "leases",
-
-		New:     func() resources.Object { return &coordinationv1.Lease{} },
-		NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
-
-		AllowCreateOnUpdate:      true,
-		AllowUnconditionalUpdate: false,
-
-		Validate:       validate,
-		ValidateUpdate: validateUpdate,
-
-		FieldLabels: []string{"metadata.name", "metadata.namespace"},
-		Field:       resources.MetadataField,
-
-		Columns: columns(),
-		Row:     row,
+		Versions: []resources.Version{{
+			GroupVersion: coordinationv1.SchemeGroupVersion,
+			New:          func() resources.Object { return &coordinationv1.Lease{} },
+			NewList:      func() runtime.Object { return &coordinationv1.LeaseList{} },
+			OpenAPI:      definitions.GetOpenAPIDefinitions,
+		}},
+		Strategy: strategy{gated: !opts.CoordinatedLeaderElection},
+		Updates:  resources.UpdatePolicy{AllowCreateOnUpdate: true},
+		Table:    resources.Table{Columns: columns(), Row: row},
+		Fields:   resources.Fields{Labels: resources.MetadataFields, Value: resources.MetadataField},
 	}
-	if !opts.CoordinatedLeaderElection {
-		r.PrepareForCreate = dropGatedFields
-		r.PrepareForUpdate = dropNewGatedFields
-	}
-	return r
 }
 
-// dropGatedFields clears the coordinated-election fields on create while the
-// gate is off.
-func dropGatedFields(obj resources.Object) {
+// strategy holds the Lease write rules. gated drops the coordinated
+// election fields, as kube-apiserver does while its feature gate is off.
+type strategy struct{ gated bool }
+
+// PrepareForCreate clears the coordinated-election fields while the gate
+// is off.
+func (s strategy) PrepareForCreate(obj resources.Object) {
+	if !s.gated {
+		return
+	}
 	l := obj.(*coordinationv1.Lease)
 	l.Spec.Strategy = nil
 	l.Spec.PreferredHolder = nil
 }
 
-// dropNewGatedFields clears each coordinated-election field on update unless
-// the stored object already uses it, so data written while the gate was on
-// survives.
-func dropNewGatedFields(obj, old resources.Object) {
+// PrepareForUpdate clears each coordinated-election field while the gate
+// is off, unless the stored object already uses it, so data written while
+// the gate was on survives.
+func (s strategy) PrepareForUpdate(obj, old resources.Object) {
+	if !s.gated {
+		return
+	}
 	l, o := obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease)
 	if o.Spec.Strategy == nil {
 		l.Spec.Strategy = nil
@@ -79,6 +79,16 @@ func dropNewGatedFields(obj, old resources.Object) {
 		l.Spec.PreferredHolder = nil
 	}
 }
+
+func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validate(obj)
+}
+
+func (strategy) ValidateUpdate(obj, old resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validateUpdate(obj, old)
+}
+
+func (strategy) Warnings(obj, old resources.Object) []string { return nil }
 
 func validate(obj resources.Object) field.ErrorList {
 	l := obj.(*coordinationv1.Lease)

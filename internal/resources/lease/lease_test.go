@@ -44,39 +44,28 @@ func newLease() *coordinationv1.Lease {
 
 func TestDescription(t *testing.T) {
 	r := lease.New(lease.Options{})
-	got := struct {
-		Group, Version, Kind, ListKind, Plural, Singular, KeyPath string
-		ShortNames                                                []string
-		Namespaced, CreateOnUpdate, Unconditional                 bool
-		FieldLabels                                               []string
-		Hash                                                      string
-		HasDefault, HasWarnings                                   bool
-		Subresources                                              int
-	}{
-		r.Group, r.Version, r.Kind, r.ListKind, r.Plural, r.Singular, r.KeyPath,
-		r.ShortNames,
-		r.Namespaced, r.AllowCreateOnUpdate, r.AllowUnconditionalUpdate,
-		r.FieldLabels,
-		r.StorageVersionHash(),
-		r.Default != nil, r.Warnings != nil,
-		len(r.Subresources),
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
 	}
-	want := got
-	want.Group, want.Version, want.Kind, want.ListKind = "coordination.k8s.io", "v1", "Lease", "LeaseList"
-	want.Plural, want.Singular, want.KeyPath = "leases", "lease", "leases"
-	want.ShortNames = nil
-	want.Namespaced, want.CreateOnUpdate, want.Unconditional = true, true, false
-	want.FieldLabels = []string{"metadata.name", "metadata.namespace"}
-	want.Hash = "gqkMMb/YqFM="
-	want.HasDefault, want.HasWarnings, want.Subresources = false, false, 0
+	v := r.Versions[0]
+	got := []any{
+		v.GroupVersion.String(), r.Names.Kind, r.Names.ListKind, r.Names.Plural, r.Names.Singular, r.KeyPath, r.Names.ShortNames,
+		r.Namespaced, r.Updates.AllowCreateOnUpdate, r.Updates.AllowUnconditionalUpdate, r.Fields.Labels,
+		r.StorageVersionHash(), len(r.Subresources), r.ServedVerbs(), v.Default != nil, len(r.Versions),
+	}
+	want := []any{
+		"coordination.k8s.io/v1", "Lease", "LeaseList", "leases", "lease", "leases", []string(nil),
+		true, true, false, []string{"metadata.name", "metadata.namespace"},
+		"gqkMMb/YqFM=", 0, resources.AllVerbs, false, 1,
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("description (-want +got):\n%s", diff)
 	}
-	if _, ok := r.New().(*coordinationv1.Lease); !ok {
-		t.Errorf("New() = %T", r.New())
+	if _, ok := v.New().(*coordinationv1.Lease); !ok {
+		t.Errorf("New() = %T", v.New())
 	}
-	if _, ok := r.NewList().(*coordinationv1.LeaseList); !ok {
-		t.Errorf("NewList() = %T", r.NewList())
+	if _, ok := v.NewList().(*coordinationv1.LeaseList); !ok {
+		t.Errorf("NewList() = %T", v.NewList())
 	}
 	if diff := cmp.Diff(fields.Set{"metadata.name": "leader", "metadata.namespace": "kube-system"}, fieldSet(r, newLease())); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
@@ -225,7 +214,7 @@ func TestValidate(t *testing.T) {
 			l := newLease()
 			l.ResourceVersion = ""
 			tc.lease(l)
-			if diff := cmp.Diff(tc.want, render(r.Validate(l))); diff != "" {
+			if diff := cmp.Diff(tc.want, render(r.Strategy.Validate(l, coordinationv1.SchemeGroupVersion))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -285,7 +274,7 @@ func TestValidateUpdate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old, l := newLease(), newLease()
 			tc.lease(l)
-			if diff := cmp.Diff(tc.want, render(r.ValidateUpdate(l, old))); diff != "" {
+			if diff := cmp.Diff(tc.want, render(r.Strategy.ValidateUpdate(l, old, coordinationv1.SchemeGroupVersion))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -333,15 +322,11 @@ func TestGatedFields(t *testing.T) {
 			l := newLease()
 			l.Spec.Strategy, l.Spec.PreferredHolder = tc.strategy, tc.holder
 			if tc.old == nil {
-				if r.PrepareForCreate != nil {
-					r.PrepareForCreate(l)
-				}
+				r.Strategy.PrepareForCreate(l)
 			} else {
 				old := newLease()
 				old.Spec = *tc.old
-				if r.PrepareForUpdate != nil {
-					r.PrepareForUpdate(l, old)
-				}
+				r.Strategy.PrepareForUpdate(l, old)
 			}
 			if diff := cmp.Diff(tc.wantStrategy, l.Spec.Strategy); diff != "" {
 				t.Errorf("strategy (-want +got):\n%s", diff)
@@ -362,7 +347,7 @@ func TestColumns(t *testing.T) {
 		Priority           int32
 	}
 	var got []col
-	for _, c := range lease.New(lease.Options{}).Columns {
+	for _, c := range lease.New(lease.Options{}).Table.Columns {
 		got = append(got, col{c.Name, c.Type, c.Format, c.Priority})
 		if c.Description == "" {
 			t.Errorf("column %s has no description", c.Name)
@@ -380,7 +365,7 @@ func TestColumns(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
-	holder := lease.New(lease.Options{}).Columns[1].Description
+	holder := lease.New(lease.Options{}).Table.Columns[1].Description
 	if !strings.HasPrefix(holder, "holderIdentity contains the identity of the holder of a current lease.") {
 		t.Errorf("Holder description = %q", holder)
 	}
@@ -440,12 +425,12 @@ func TestRow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLease()
 			tc.lease(l)
-			got := r.Row(l, now)
+			got := r.Table.Row(l, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("row (-want +got):\n%s", diff)
 			}
-			if len(got) != len(r.Columns) {
-				t.Errorf("row has %d cells for %d columns", len(got), len(r.Columns))
+			if len(got) != len(r.Table.Columns) {
+				t.Errorf("row has %d cells for %d columns", len(got), len(r.Table.Columns))
 			}
 		})
 	}
@@ -453,10 +438,10 @@ func TestRow(t *testing.T) {
 
 var _ resources.Object = &coordinationv1.Lease{}
 
-func fieldSet(r *resources.Resource, obj resources.Object) fields.Set {
+func fieldSet(r *resources.Kind, obj resources.Object) fields.Set {
 	set := fields.Set{}
-	for _, l := range r.FieldLabels {
-		set[l] = r.Field(obj, l)
+	for _, l := range r.Fields.Labels {
+		set[l] = r.Fields.Value(obj, l)
 	}
 	return set
 }

@@ -8,71 +8,108 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/openapi/definitions"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
 // New returns the description of core v1 Namespaces, with the "status" and
 // "finalize" subresources.
-func New() *resources.Resource {
-	return &resources.Resource{
-		Group:      "",
-		Version:    "v1",
-		Kind:       "Namespace",
-		ListKind:   "NamespaceList",
-		Plural:     "namespaces",
-		Singular:   "namespace",
-		ShortNames: []string{"ns"},
-		Namespaced: false,
+func New() *resources.Kind {
+	return &resources.Kind{
+		Names: resources.Names{
+			Kind: "Namespace", ListKind: "NamespaceList",
+			Plural: "namespaces", Singular: "namespace",
+			ShortNames: []string{"ns"},
+		},
 		// Namespaces have no deletecollection, as in kube-apiserver.
 		Verbs:   []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 		KeyPath: "namespaces",
-		// A namespace goes only once spec.finalizers is empty too
-		// (kubernetes/pkg/registry/core/namespace/storage
-		// ShouldDeleteNamespaceDuringUpdate).
-		Finalizing: func(obj resources.Object) bool {
-			return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0
-		},
-
-		New:     func() resources.Object { return &corev1.Namespace{} },
-		NewList: func() runtime.Object { return &corev1.NamespaceList{} },
-
-		AllowCreateOnUpdate:      false,
-		AllowUnconditionalUpdate: true,
-
-		Default:          setDefaults,
-		PrepareForCreate: prepareForCreate,
-		PrepareForUpdate: prepareForUpdate,
-		Validate:         validate,
-		ValidateUpdate:   validateUpdate,
-
+		Versions: []resources.Version{{
+			GroupVersion: corev1.SchemeGroupVersion,
+			New:          func() resources.Object { return &corev1.Namespace{} },
+			NewList:      func() runtime.Object { return &corev1.NamespaceList{} },
+			Default:      setDefaults,
+			OpenAPI:      definitions.GetOpenAPIDefinitions,
+		}},
+		Strategy: strategy{},
+		Updates:  resources.UpdatePolicy{AllowUnconditionalUpdate: true},
+		// The first delete of a namespace only marks it Terminating; it
+		// goes once spec.finalizers is empty too
+		// (kubernetes/pkg/registry/core/namespace/storage/storage.go).
+		Finalization: &resources.Finalization{Holds: holds, MarkDeleting: markDeleting},
 		// kubernetes/pkg/registry/core/namespace/strategy.go GetResetFields.
 		ResetFields: []string{"status"},
-		Subresources: map[string]resources.Subresource{
-			"status": {
-				PrepareForUpdate: prepareForStatusUpdate,
-				ValidateUpdate:   validateStatusUpdate,
-				ResetFields:      []string{"spec"},
-			},
-			"finalize": {
-				PrepareForUpdate: prepareForFinalizeUpdate,
-				ValidateUpdate:   validateFinalizeUpdate,
-			},
+		Subresources: []resources.Subresource{
+			{Name: "finalize", Verbs: []string{"update"}, Strategy: finalizeStrategy{}},
+			{Name: "status", Verbs: []string{"get", "patch", "update"}, Strategy: statusStrategy{}, ResetFields: []string{"spec"}},
 		},
-
+		Table: resources.Table{
+			Columns: []metav1.TableColumnDefinition{
+				resources.NameColumn(),
+				{Name: "Status", Type: "string", Description: "The status of the namespace"},
+				resources.AgeColumn(),
+			},
+			Row: row,
+		},
 		// Only these two: kube-apiserver's field label conversion for
 		// Namespace rejects metadata.namespace (and the legacy "name").
-		FieldLabels: []string{"metadata.name", "status.phase"},
-		Field:       fieldValue,
-
-		Columns: []metav1.TableColumnDefinition{
-			resources.NameColumn(),
-			{Name: "Status", Type: "string", Description: "The status of the namespace"},
-			resources.AgeColumn(),
-		},
-		Row: row,
+		Fields: resources.Fields{Labels: []string{"metadata.name", "status.phase"}, Value: fieldValue},
 	}
+}
+
+// strategy holds the write rules of the namespace itself; statusStrategy
+// and finalizeStrategy those of its subresources.
+type (
+	strategy         struct{}
+	statusStrategy   struct{}
+	finalizeStrategy struct{}
+)
+
+func (strategy) PrepareForCreate(obj resources.Object)       { prepareForCreate(obj) }
+func (strategy) PrepareForUpdate(obj, old resources.Object)  { prepareForUpdate(obj, old) }
+func (strategy) Warnings(obj, old resources.Object) []string { return nil }
+
+func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validate(obj)
+}
+
+func (strategy) ValidateUpdate(obj, old resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validateUpdate(obj, old)
+}
+
+func (statusStrategy) PrepareForUpdate(obj, old resources.Object) { prepareForStatusUpdate(obj, old) }
+
+func (statusStrategy) ValidateUpdate(obj, old resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validateStatusUpdate(obj, old)
+}
+
+func (finalizeStrategy) PrepareForUpdate(obj, old resources.Object) {
+	prepareForFinalizeUpdate(obj, old)
+}
+
+func (finalizeStrategy) ValidateUpdate(obj, old resources.Object, _ schema.GroupVersion) field.ErrorList {
+	return validateFinalizeUpdate(obj, old)
+}
+
+// holds keeps a namespace not yet marked, or one whose spec.finalizers
+// are not empty.
+func holds(obj resources.Object) bool {
+	ns := obj.(*corev1.Namespace)
+	return ns.DeletionTimestamp == nil || ns.Status.Phase != corev1.NamespaceTerminating || len(ns.Spec.Finalizers) > 0
+}
+
+// markDeleting sets deletionTimestamp (unless set) and phase Terminating,
+// nothing else, as kube-apiserver's namespace storage does.
+func markDeleting(obj resources.Object, now time.Time) {
+	ns := obj.(*corev1.Namespace)
+	if ns.DeletionTimestamp == nil {
+		t := metav1.NewTime(now.Truncate(time.Second))
+		ns.DeletionTimestamp = &t
+	}
+	ns.Status.Phase = corev1.NamespaceTerminating
 }
 
 // setDefaults is v1 defaulting (SetDefaults_Namespace and

@@ -1,7 +1,6 @@
 package namespace_test
 
 import (
-	"github.com/leasehold/leasehold/internal/resources"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
 )
 
@@ -46,33 +46,33 @@ func stored() *corev1.Namespace {
 
 func TestDescription(t *testing.T) {
 	r := namespace.New()
-	var subs []string
-	for name := range r.Subresources {
-		subs = append(subs, name)
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
 	}
+	var subs []string
+	for _, sub := range r.Subresources {
+		subs = append(subs, sub.Name+" "+strings.Join(sub.Verbs, ","))
+	}
+	v := r.Versions[0]
 	got := []any{
-		r.Group, r.Version, r.Kind, r.ListKind, r.Plural, r.Singular, r.KeyPath, r.ShortNames,
-		r.Namespaced, r.AllowCreateOnUpdate, r.AllowUnconditionalUpdate, r.FieldLabels,
-		r.StorageVersionHash(), len(subs), r.Warnings == nil,
+		v.GroupVersion.String(), r.Names.Kind, r.Names.ListKind, r.Names.Plural, r.Names.Singular, r.KeyPath, r.Names.ShortNames,
+		r.Namespaced, r.Updates.AllowCreateOnUpdate, r.Updates.AllowUnconditionalUpdate, r.Fields.Labels,
+		r.StorageVersionHash(), subs, r.ServedVerbs(), r.ResetFields, v.Default != nil,
 	}
 	want := []any{
-		"", "v1", "Namespace", "NamespaceList", "namespaces", "namespace", "namespaces", []string{"ns"},
+		"v1", "Namespace", "NamespaceList", "namespaces", "namespace", "namespaces", []string{"ns"},
 		false, false, true, []string{"metadata.name", "status.phase"},
-		"Q3oi5N2YM8M=", 2, true,
+		"Q3oi5N2YM8M=", []string{"finalize update", "status get,patch,update"},
+		[]string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"status"}, true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("description (-want +got):\n%s", diff)
 	}
-	for _, name := range []string{"status", "finalize"} {
-		if s, ok := r.Subresources[name]; !ok || s.PrepareForUpdate == nil || s.ValidateUpdate == nil {
-			t.Errorf("subresource %q = %+v, %v", name, s, ok)
-		}
+	if _, ok := v.New().(*corev1.Namespace); !ok {
+		t.Errorf("New() = %T", v.New())
 	}
-	if _, ok := r.New().(*corev1.Namespace); !ok {
-		t.Errorf("New() = %T", r.New())
-	}
-	if _, ok := r.NewList().(*corev1.NamespaceList); !ok {
-		t.Errorf("NewList() = %T", r.NewList())
+	if _, ok := v.NewList().(*corev1.NamespaceList); !ok {
+		t.Errorf("NewList() = %T", v.NewList())
 	}
 	ns := stored()
 	ns.Status.Phase = corev1.NamespaceTerminating
@@ -118,7 +118,7 @@ func TestDefault(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := tc.in.DeepCopy()
-			namespace.New().Default(ns)
+			namespace.New().Versions[0].Default(ns)
 			if diff := cmp.Diff(&tc.want, ns); diff != "" {
 				t.Errorf("defaulted (-want +got):\n%s", diff)
 			}
@@ -146,7 +146,7 @@ func TestPrepareForCreate(t *testing.T) {
 					Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue}},
 				},
 			}
-			namespace.New().PrepareForCreate(ns)
+			namespace.New().Strategy.PrepareForCreate(ns)
 			want := &corev1.Namespace{
 				ObjectMeta: metav1.ObjectMeta{Name: "team-x7k2b", GenerateName: "team-", Labels: map[string]string{"kubernetes.io/metadata.name": "team-x7k2b"}},
 				Spec:       corev1.NamespaceSpec{Finalizers: tc.want},
@@ -182,7 +182,7 @@ func TestPrepareForUpdate(t *testing.T) {
 	}{
 		{
 			name:    "main",
-			prepare: func(obj, old *corev1.Namespace) { r.PrepareForUpdate(obj, old) },
+			prepare: func(obj, old *corev1.Namespace) { r.Strategy.PrepareForUpdate(obj, old) },
 			want: func(ns *corev1.Namespace) {
 				ns.Spec = *old.Spec.DeepCopy()
 				ns.Status = *old.Status.DeepCopy()
@@ -190,12 +190,12 @@ func TestPrepareForUpdate(t *testing.T) {
 		},
 		{
 			name:    "status",
-			prepare: func(obj, old *corev1.Namespace) { r.Subresources["status"].PrepareForUpdate(obj, old) },
+			prepare: func(obj, old *corev1.Namespace) { r.Subresource("status").Strategy.PrepareForUpdate(obj, old) },
 			want:    func(ns *corev1.Namespace) { ns.Spec = *old.Spec.DeepCopy() },
 		},
 		{
 			name:    "finalize",
-			prepare: func(obj, old *corev1.Namespace) { r.Subresources["finalize"].PrepareForUpdate(obj, old) },
+			prepare: func(obj, old *corev1.Namespace) { r.Subresource("finalize").Strategy.PrepareForUpdate(obj, old) },
 			want:    func(ns *corev1.Namespace) { ns.Status = *old.Status.DeepCopy() },
 		},
 	}
@@ -286,7 +286,7 @@ func TestValidate(t *testing.T) {
 			ns := stored()
 			ns.ResourceVersion, ns.UID = "", ""
 			tc.ns(ns)
-			if diff := cmp.Diff(tc.want, render(r.Validate(ns))); diff != "" {
+			if diff := cmp.Diff(tc.want, render(r.Strategy.Validate(ns, corev1.SchemeGroupVersion))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -296,13 +296,13 @@ func TestValidate(t *testing.T) {
 		// The metadata.name label carries the name, so a too-long name
 		// is also a too-long label value, as in kube-apiserver.
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: long}}
-		r.PrepareForCreate(ns)
-		r.Default(ns)
+		r.Strategy.PrepareForCreate(ns)
+		r.Versions[0].Default(ns)
 		want := []string{
 			`FieldValueInvalid metadata.name: Invalid value: "` + long + `": must be no more than 63 characters`,
 			`FieldValueInvalid metadata.labels: Invalid value: "` + long + `": must be no more than 63 bytes`,
 		}
-		if diff := cmp.Diff(want, render(r.Validate(ns))); diff != "" {
+		if diff := cmp.Diff(want, render(r.Strategy.Validate(ns, corev1.SchemeGroupVersion))); diff != "" {
 			t.Errorf("errors (-want +got):\n%s", diff)
 		}
 	})
@@ -404,11 +404,11 @@ func TestValidateUpdate(t *testing.T) {
 				tc.old(old)
 			}
 			tc.ns(ns)
-			validate := r.ValidateUpdate
+			var strategy resources.UpdateStrategy = r.Strategy
 			if tc.subresource != "" {
-				validate = r.Subresources[tc.subresource].ValidateUpdate
+				strategy = r.Subresource(tc.subresource).Strategy
 			}
-			if diff := cmp.Diff(tc.want, render(validate(ns, old))); diff != "" {
+			if diff := cmp.Diff(tc.want, render(strategy.ValidateUpdate(ns, old, corev1.SchemeGroupVersion))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -419,7 +419,7 @@ func TestTable(t *testing.T) {
 	r := namespace.New()
 	type col struct{ Name, Type, Format, Description string }
 	var cols []col
-	for _, c := range r.Columns {
+	for _, c := range r.Table.Columns {
 		d := c.Description
 		if c.Name != "Status" {
 			d = "" // from the ObjectMeta docs; checked in package resources
@@ -432,20 +432,20 @@ func TestTable(t *testing.T) {
 	}
 	now := created.Add(50 * time.Hour)
 	ns := stored()
-	if diff := cmp.Diff([]any{"team-a", "Active", "2d2h"}, r.Row(ns, now)); diff != "" {
+	if diff := cmp.Diff([]any{"team-a", "Active", "2d2h"}, r.Table.Row(ns, now)); diff != "" {
 		t.Errorf("row (-want +got):\n%s", diff)
 	}
 	ns.Status.Phase = corev1.NamespaceTerminating
 	ns.CreationTimestamp = metav1.Time{}
-	if diff := cmp.Diff([]any{"team-a", "Terminating", "<unknown>"}, r.Row(ns, now)); diff != "" {
+	if diff := cmp.Diff([]any{"team-a", "Terminating", "<unknown>"}, r.Table.Row(ns, now)); diff != "" {
 		t.Errorf("row (-want +got):\n%s", diff)
 	}
 }
 
-func fieldSet(r *resources.Resource, obj resources.Object) fields.Set {
+func fieldSet(r *resources.Kind, obj resources.Object) fields.Set {
 	set := fields.Set{}
-	for _, l := range r.FieldLabels {
-		set[l] = r.Field(obj, l)
+	for _, l := range r.Fields.Labels {
+		set[l] = r.Fields.Value(obj, l)
 	}
 	return set
 }

@@ -1,0 +1,178 @@
+// Package namespace is the namespace controller: it finishes the deletion
+// of namespaces, the work kube-controller-manager's namespace controller
+// does in a Kubernetes cluster. For each terminating namespace it deletes
+// everything in it and, once nothing is left, removes the "kubernetes"
+// finalizer, which lets the namespace go. It also creates the system
+// namespaces a cluster starts with.
+package namespace
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/controllers"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// SystemNamespaces exist from the start, as in a Kubernetes cluster.
+var SystemNamespaces = []string{
+	metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease,
+}
+
+// recheck is how long the controller waits before looking again at a
+// namespace it could not finish (objects held by finalizers, an error),
+// when nothing else changes meanwhile.
+const recheck = time.Second
+
+// manager is the field manager of the controller's writes.
+const manager = "leasehold"
+
+// EnsureSystem creates the system namespaces that do not exist.
+func EnsureSystem(ctx context.Context, reg *registry.Registry) error {
+	namespaces, err := namespaceResource(reg)
+	if err != nil {
+		return err
+	}
+	for _, name := range SystemNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := reg.Create(ctx, namespaces, "", ns, registry.WriteOptions{Manager: manager})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func namespaceResource(reg *registry.Registry) (resources.Resource, error) {
+	res, ok := reg.ResourceFor(schema.GroupKind{Kind: "Namespace"})
+	if !ok {
+		return res, errors.New("namespaces are not served")
+	}
+	return res, nil
+}
+
+// New returns the controller.
+func New(reg *registry.Registry, log *slog.Logger) controllers.Controller {
+	return controllers.Controller{
+		Name:      "namespace",
+		Singleton: true,
+		Run: func(ctx context.Context) error {
+			namespaces, err := namespaceResource(reg)
+			if err != nil {
+				return err
+			}
+			c := &controller{reg: reg, log: log, namespaces: namespaces}
+			return c.run(ctx)
+		},
+	}
+}
+
+type controller struct {
+	reg        *registry.Registry
+	log        *slog.Logger
+	namespaces resources.Resource
+}
+
+// run lists the namespaces, finishes what it can, and waits for a change
+// (or, when a namespace is left unfinished, at most recheck) before
+// looking again.
+func (c *controller) run(ctx context.Context) error {
+	for {
+		list, err := c.reg.List(ctx, c.namespaces, "", &metainternalversion.ListOptions{})
+		if err != nil {
+			return err
+		}
+		pending := false
+		for _, item := range list.Items {
+			ns := item.Obj.(*corev1.Namespace)
+			if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+				continue
+			}
+			done, err := c.finalize(ctx, ns)
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("finalizing namespace", "namespace", ns.Name, "err", err)
+			}
+			pending = pending || !done || err != nil
+		}
+		if err := c.waitForChange(ctx, list.ResourceVersion, pending); err != nil {
+			return err
+		}
+	}
+}
+
+// waitForChange returns once a namespace changes after rev, or after
+// recheck when pending.
+func (c *controller) waitForChange(ctx context.Context, rev int64, pending bool) error {
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if pending {
+		wctx, cancel = context.WithTimeout(ctx, recheck)
+	}
+	defer cancel()
+	w, err := c.reg.Watch(wctx, c.namespaces, "", "", &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(rev, 10)})
+	if err != nil {
+		if apierrors.IsResourceExpired(err) || wctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	defer w.Stop()
+	for {
+		events, err := w.Next(wctx)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			// The recheck timeout, the watch's end, or a watch that fell
+			// behind: look again.
+			return nil
+		case len(events) > 0:
+			return nil
+		}
+	}
+}
+
+// finalize deletes the contents of ns and, when nothing is left, removes
+// its "kubernetes" finalizer.
+func (c *controller) finalize(ctx context.Context, ns *corev1.Namespace) (done bool, err error) {
+	empty := true
+	for _, k := range c.reg.Kinds() {
+		if !k.Namespaced {
+			continue
+		}
+		res := k.Storage()
+		list, err := c.reg.DeleteCollection(ctx, res, ns.Name, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{})
+		if err != nil {
+			return false, err
+		}
+		// Objects held by finalizers are only marked; they keep the
+		// namespace until their finalizers are gone.
+		if len(list.Items) > 0 {
+			left, err := c.reg.List(ctx, res, ns.Name, &metainternalversion.ListOptions{Limit: 1})
+			empty = empty && err == nil && len(left.Items) == 0
+		}
+	}
+	if !empty {
+		return false, nil
+	}
+	final := ns.DeepCopy()
+	final.ResourceVersion = ""
+	final.Spec.Finalizers = slices.DeleteFunc(final.Spec.Finalizers, func(f corev1.FinalizerName) bool {
+		return f == corev1.FinalizerKubernetes
+	})
+	_, err = c.reg.Update(ctx, c.namespaces, "", ns.Name, "finalize", final, registry.WriteOptions{Manager: manager})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return true, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,29 @@
+// Package builtin is the list of the kinds leasehold serves. Everything
+// that depends on what is served (the codec's scheme, discovery, OpenAPI,
+// routing, storage and the watch caches) is derived from this list:
+// adding a kind is writing its description and adding it here.
+package builtin
+
+import (
+	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/resources/endpoints"
+	"github.com/leasehold/leasehold/internal/resources/lease"
+	"github.com/leasehold/leasehold/internal/resources/namespace"
+)
+
+// Options are the server settings that change what is served.
+type Options struct {
+	// CoordinatedLeaderElection serves coordinated leader election: Lease
+	// spec.strategy and spec.preferredHolder are kept; without it they
+	// are dropped, as kube-apiserver does while its feature gate is off.
+	CoordinatedLeaderElection bool
+}
+
+// Kinds returns a fresh list of the served kinds.
+func Kinds(opts Options) []*resources.Kind {
+	return []*resources.Kind{
+		namespace.New(),
+		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
+		endpoints.New(),
+	}
+}
