@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/klog/v2"
 
 	"github.com/leasehold/leasehold/internal/registry"
 )
@@ -93,6 +95,8 @@ func (r *Runner) runElected(ctx context.Context, c Controller) {
 		r.log.Error("controller cannot be elected; not running it", "controller", c.Name, "err", err)
 		return
 	}
+	// client-go's elector logs through klog's logger in ctx: this one.
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(r.log.Handler()))
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,

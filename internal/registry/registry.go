@@ -180,9 +180,9 @@ func (r *Registry) key(k *resources.Kind, namespace, name string) string {
 }
 
 func (r *Registry) decoder(k *resources.Kind) watchcache.Decoder {
-	return func(value []byte, rev int64) (resources.Object, error) {
+	return func(kv storage.KeyValue) (resources.Object, error) {
 		obj := k.Versions[0].New()
-		if err := r.codecs.DecodeStorage(value, rev, obj); err != nil {
+		if err := r.codecs.DecodeStorage(kv.Value, kv.ModRevision, obj); err != nil {
 			return nil, err
 		}
 		return obj, nil
@@ -199,7 +199,7 @@ func (r *Registry) cache(k *resources.Kind) *watchcache.Cache {
 
 // decode decodes a stored value of k.
 func (r *Registry) decode(k *resources.Kind, kv storage.KeyValue) (resources.Object, error) {
-	return r.decoder(k)(kv.Value, kv.ModRevision)
+	return r.decoder(k)(kv)
 }
 
 // jsonInfo is the JSON serializer, for decoding patched objects.

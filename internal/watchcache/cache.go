@@ -21,9 +21,9 @@ import (
 // holds.
 var ErrExpired = errors.New("watchcache: revision no longer available")
 
-// Decoder turns a stored value into an API object whose resourceVersion is
-// rev.
-type Decoder func(value []byte, rev int64) (resources.Object, error)
+// Decoder turns a stored key's value into an API object whose
+// resourceVersion is the key's ModRevision.
+type Decoder func(kv storage.KeyValue) (resources.Object, error)
 
 // Config configures a Cache.
 type Config struct {
@@ -174,7 +174,7 @@ func (c *Cache) reset(kvs []storage.KeyValue, rev int64) error {
 	work := btree.NewG(32, lessObject)
 	labels := newLabelSets()
 	for _, kv := range kvs {
-		o, err := c.decode(kv.Key, kv.Value, kv.ModRevision)
+		o, err := c.decode(kv)
 		if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 	var out Event
 	switch ev.Type {
 	case storage.EventPut:
-		o, err := c.decode(ev.KV.Key, ev.KV.Value, ev.KV.ModRevision)
+		o, err := c.decode(ev.KV)
 		if err != nil {
 			return Event{}, err
 		}
@@ -271,8 +271,9 @@ func (c *Cache) publishLocked(s *State) {
 	c.fresh = make(chan struct{})
 }
 
-func (c *Cache) decode(key string, value []byte, rev int64) (*Object, error) {
-	obj, err := c.cfg.Decode(value, rev)
+func (c *Cache) decode(kv storage.KeyValue) (*Object, error) {
+	key, rev := kv.Key, kv.ModRevision
+	obj, err := c.cfg.Decode(kv)
 	if err != nil {
 		return nil, fmt.Errorf("watchcache: %s at %d: %w", key, rev, err)
 	}

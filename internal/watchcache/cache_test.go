@@ -1,0 +1,333 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/storage"
+)
+
+// thing is the object these tests cache: its stored value is its labels,
+// "k=v,k2=v2".
+type thing struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+}
+
+func (t *thing) DeepCopyObject() runtime.Object {
+	c := &thing{TypeMeta: t.TypeMeta}
+	t.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return c
+}
+
+const prefix = "/registry/things/"
+
+func decodeThing(kv storage.KeyValue) (resources.Object, error) {
+	set, err := labels.ConvertSelectorToLabelsMap(string(kv.Value))
+	if err != nil {
+		return nil, err
+	}
+	obj := &thing{}
+	if len(set) > 0 {
+		obj.Labels = set
+	}
+	obj.ResourceVersion = strconv.FormatInt(kv.ModRevision, 10)
+	return obj, nil
+}
+
+// history drives a cache as its feeder would: every change a revision
+// of its own, one publish per change.
+type history struct {
+	t   *testing.T
+	c   *Cache
+	rev int64
+}
+
+func newHistory(t *testing.T, window int) *history {
+	t.Helper()
+	c := New(Config{Prefix: prefix, Namespaced: true, Decode: decodeThing, Window: window})
+	h := &history{t: t, c: c, rev: 10}
+	if err := c.reset(nil, h.rev); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// put writes ns/name with labels ("k=v") and publishes it.
+func (h *history) put(name, lbls string) int64 {
+	h.t.Helper()
+	h.rev++
+	ev, err := h.c.apply(storage.Event{Type: storage.EventPut, Revision: h.rev,
+		KV: storage.KeyValue{Key: prefix + "ns/" + name, Value: []byte(lbls), ModRevision: h.rev}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.c.publish(h.rev, []Event{ev})
+	return h.rev
+}
+
+func (h *history) del(name string) int64 {
+	h.t.Helper()
+	h.rev++
+	ev, err := h.c.apply(storage.Event{Type: storage.EventDelete, Revision: h.rev,
+		KV: storage.KeyValue{Key: prefix + "ns/" + name, ModRevision: h.rev}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.c.publish(h.rev, []Event{ev})
+	return h.rev
+}
+
+// other spends a revision on another resource: the cache learns it only
+// as a newer revision.
+func (h *history) other() int64 {
+	h.rev++
+	h.c.publish(h.rev, nil)
+	return h.rev
+}
+
+// content is a state's objects as name -> resourceVersion.
+func content(s *State) map[string]int64 {
+	out := map[string]int64{}
+	for _, o := range s.List(Selector{}, "", 0).Objects {
+		out[o.Name] = o.Rev
+	}
+	return out
+}
+
+func everything() Selector { return Selector{Label: labels.Everything(), Field: fields.Everything()} }
+
+// TestRingEviction: the window keeps the last events; a cursor or a state
+// older than them is expired, and Oldest says where history begins.
+func TestRingEviction(t *testing.T) {
+	h := newHistory(t, 3)
+	start := h.rev
+	var revs []int64
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		revs = append(revs, h.put(n, ""))
+	}
+	// Events after revs[1] (c, d, e) are kept; a, b evicted.
+	if got := h.c.Oldest(); got != revs[1] {
+		t.Errorf("Oldest() = %d, want %d", got, revs[1])
+	}
+	for _, rev := range []int64{start, revs[0]} {
+		if _, err := h.c.CursorAfter(rev); !errors.Is(err, ErrExpired) {
+			t.Errorf("CursorAfter(%d) = %v, want ErrExpired", rev, err)
+		}
+		if _, err := h.c.StateAt(rev); !errors.Is(err, ErrExpired) {
+			t.Errorf("StateAt(%d) = %v, want ErrExpired", rev, err)
+		}
+	}
+	cur, err := h.c.CursorAfter(revs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, rev, _, err := cur.Read(make([]Event, 0, 8))
+	if err != nil || rev != revs[4] {
+		t.Fatalf("Read = %v at %d, %v", len(events), rev, err)
+	}
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev.Object.Name)
+	}
+	if diff := cmp.Diff([]string{"c", "d", "e"}, names); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
+	}
+}
+
+// TestWatcherFallsBehind: a cursor whose next event leaves the window
+// fails with ErrFellBehind instead of skipping it.
+func TestWatcherFallsBehind(t *testing.T) {
+	h := newHistory(t, 4)
+	cur, err := h.c.CursorAfter(h.rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.put("a", "")
+	h.put("b", "")
+	buf := make([]Event, 0, 1)
+	if events, _, _, err := cur.Read(buf); err != nil || len(events) != 1 || events[0].Object.Name != "a" {
+		t.Fatalf("first read: %v %v", events, err)
+	}
+	// b is unread; four more push it out of a window of four.
+	for _, n := range []string{"c", "d", "e", "f"} {
+		h.put(n, "")
+	}
+	if _, _, _, err := cur.Read(buf); !errors.Is(err, ErrFellBehind) {
+		t.Fatalf("read behind the window: %v, want ErrFellBehind", err)
+	}
+}
+
+// TestStateAtPastRevisions: a state rebuilt from the window equals the
+// state published then, objects and resourceVersions alike; a revision
+// spent elsewhere reads as the state before it.
+func TestStateAtPastRevisions(t *testing.T) {
+	h := newHistory(t, 100)
+	snapshots := map[int64]map[string]int64{}
+	steps := []func() int64{
+		func() int64 { return h.put("a", "x=1") },
+		func() int64 { return h.put("b", "") },
+		func() int64 { return h.other() },
+		func() int64 { return h.put("a", "x=2") },
+		func() int64 { return h.del("b") },
+		func() int64 { return h.put("c", "") },
+		func() int64 { return h.del("a") },
+		func() int64 { return h.put("b", "again=yes") },
+	}
+	for _, step := range steps {
+		rev := step()
+		snapshots[rev] = content(h.c.Current())
+	}
+	for rev, want := range snapshots {
+		s, err := h.c.StateAt(rev)
+		if err != nil {
+			t.Fatalf("StateAt(%d): %v", rev, err)
+		}
+		if s.Rev != rev {
+			t.Errorf("StateAt(%d).Rev = %d", rev, s.Rev)
+		}
+		if diff := cmp.Diff(want, content(s)); diff != "" {
+			t.Errorf("StateAt(%d) (-want +got):\n%s", rev, diff)
+		}
+	}
+	if _, err := h.c.StateAt(h.rev + 1); err == nil {
+		t.Error("StateAt a future revision succeeded")
+	}
+}
+
+// TestSelectorTransitions: a watcher with a selector sees an object that
+// starts matching as ADDED, one that stops as DELETED (its last matching
+// content at the new revision), and nothing of objects it never matched.
+func TestSelectorTransitions(t *testing.T) {
+	h := newHistory(t, 100)
+	cur, err := h.c.CursorAfter(h.rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := everything()
+	sel.Label = labels.SelectorFromSet(labels.Set{"pick": "yes"})
+	h.put("a", "pick=no")      // never seen
+	h.put("a", "pick=yes")     // enters: ADDED
+	h.put("a", "pick=yes,v=2") // stays: MODIFIED
+	leave := h.put("a", "pick=no")
+	h.put("b", "pick=yes")
+	h.del("b") // DELETED while matching
+	h.put("c", "")
+	h.del("c") // never seen
+
+	events, _, _, err := cur.Read(make([]Event, 0, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Type   watch.EventType
+		Name   string
+		Labels string
+		Rev    int64
+	}
+	var got []seen
+	for i := range events {
+		if ev, ok := Filter(&events[i], sel); ok {
+			got = append(got, seen{ev.Type, ev.Object.Name, labels.Set(ev.Object.Labels).String(), ev.Object.Rev})
+		}
+	}
+	want := []seen{
+		{watch.Added, "a", "pick=yes", leave - 2},
+		{watch.Modified, "a", "pick=yes,v=2", leave - 1},
+		{watch.Deleted, "a", "pick=yes,v=2", leave},
+		{watch.Added, "b", "pick=yes", leave + 1},
+		{watch.Deleted, "b", "pick=yes", leave + 2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	// The object of a DELETED event carries the delete revision.
+	for _, ev := range events {
+		if ev.Type == watch.Deleted && ev.Object.Obj.GetResourceVersion() != strconv.FormatInt(ev.Rev, 10) {
+			t.Errorf("DELETED %s carries resourceVersion %s, want %d", ev.Object.Name, ev.Object.Obj.GetResourceVersion(), ev.Rev)
+		}
+	}
+}
+
+// TestWaitFor: a read waiting for a revision returns once the cache
+// publishes it, and gives up when its context ends first.
+func TestWaitFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHistory(t, 10)
+		target := h.rev + 2
+		got := make(chan int64, 1)
+		go func() {
+			s, err := h.c.WaitFor(t.Context(), target)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s.Rev
+		}()
+		synctest.Wait()
+		h.put("a", "")
+		synctest.Wait()
+		select {
+		case rev := <-got:
+			t.Fatalf("returned at %d, before %d", rev, target)
+		default:
+		}
+		h.other()
+		if rev := <-got; rev != target {
+			t.Errorf("WaitFor(%d) returned %d", target, rev)
+		}
+
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		if _, err := h.c.WaitFor(ctx, h.rev+1); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("WaitFor a revision that never comes: %v", err)
+		}
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Errorf("waited %v, want the context's 3s", waited)
+		}
+	})
+}
+
+// TestCursorWakes: a cursor with nothing to read hands out a channel that
+// is closed when the cache publishes.
+func TestCursorWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHistory(t, 10)
+		cur, err := h.c.CursorAfter(h.rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, rev, wake, err := cur.Read(make([]Event, 0, 4))
+		if err != nil || len(events) != 0 || rev != h.rev {
+			t.Fatalf("empty read: %v at %d, %v", events, rev, err)
+		}
+		woke := make(chan struct{})
+		go func() {
+			<-wake
+			close(woke)
+		}()
+		synctest.Wait()
+		select {
+		case <-woke:
+			t.Fatal("woke before anything happened")
+		default:
+		}
+		h.put("a", "")
+		<-woke
+		if events, _, _, _ := cur.Read(make([]Event, 0, 4)); len(events) != 1 {
+			t.Errorf("after the wake: %d events", len(events))
+		}
+	})
+}
