@@ -44,13 +44,17 @@ func (o Output) serializer() runtime.Encoder {
 	return o.Info.Serializer
 }
 
-// Target says which transforms an endpoint can produce.
+// Target says what an endpoint can produce.
 type Target struct {
 	// List is true for collection reads, false for single objects.
 	List bool
 	// Transforms are allowed (resource reads); false for discovery,
 	// Status-only and other fixed responses.
 	Transforms bool
+	// NoProtobuf: the objects have no protobuf encoding (a custom type),
+	// so protobuf is not offered, as kube-apiserver serves custom
+	// resources.
+	NoProtobuf bool
 }
 
 // Negotiate picks the response format from the request's Accept header, as
@@ -83,6 +87,9 @@ func (c *Codecs) negotiate(accept string, target Target) (Output, bool) {
 	}
 	for _, clause := range goautoneg.ParseAccept(accept) {
 		for _, info := range c.infos {
+			if target.NoProtobuf && info.MediaType == Protobuf {
+				continue
+			}
 			if !(clause.Type == "*" && clause.SubType == "*" ||
 				clause.Type == info.MediaTypeType && (clause.SubType == "*" || clause.SubType == info.MediaTypeSubType)) {
 				continue

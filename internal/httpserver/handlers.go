@@ -27,7 +27,7 @@ import (
 )
 
 func (s *Server) get(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res resources.Res
 }
 
 func (s *Server) list(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true, List: true})
+	out, err := s.codecs.Negotiate(req, target(res, true))
 	if err != nil {
 		return err
 	}
@@ -56,6 +56,12 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res resources.Re
 		return err
 	}
 	return s.writeList(w, req, r, out, res, result)
+}
+
+// target is what a resource's endpoints answer: transforms, and protobuf
+// only for kinds whose types have it.
+func target(res resources.Resource, list bool) codec.Target {
+	return codec.Target{Transforms: true, List: list, NoProtobuf: !res.Protobuf()}
 }
 
 // listOptions decodes and validates list parameters as kube-apiserver
@@ -79,7 +85,7 @@ func decodeParams(query url.Values, into runtime.Object) error {
 }
 
 func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
@@ -104,7 +110,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.
 }
 
 func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
@@ -146,6 +152,9 @@ func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldVali
 	info, err := s.codecs.InputSerializer(req.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, nil, err
+	}
+	if info.MediaType == codec.Protobuf && !res.Protobuf() {
+		return nil, nil, codec.UnsupportedMediaType([]string{codec.JSON, codec.YAML})
 	}
 	body, err := s.readBody(req)
 	if err != nil {
@@ -193,7 +202,7 @@ func (s *Server) readBody(req *http.Request) ([]byte, error) {
 }
 
 func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
@@ -254,7 +263,7 @@ func (s *Server) deleteOptions(req *http.Request, r *request) (*metav1.DeleteOpt
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true, List: true})
+	out, err := s.codecs.Negotiate(req, target(res, true))
 	if err != nil {
 		return err
 	}
@@ -291,7 +300,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.R
 		return codec.UnsupportedMediaType(patchTypes)
 	}
 	patchType := types.PatchType(contentType)
-	out, err := s.codecs.Negotiate(req, codec.Target{Transforms: true})
+	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
@@ -24,7 +23,7 @@ const defaultWatchWriteTimeout = 60 * time.Second
 // and encoded; this writes them, flushing each batch, and keeps the
 // connection's write deadline.
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
-	out, err := s.codecs.NegotiateStream(req, codec.Target{Transforms: true})
+	out, err := s.codecs.NegotiateStream(req, target(res, false))
 	if err != nil {
 		return err
 	}

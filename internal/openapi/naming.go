@@ -3,6 +3,7 @@ package openapi
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -85,12 +87,17 @@ type definitionNamer struct {
 
 func newDefinitionNamer(scheme *runtime.Scheme) (*definitionNamer, error) {
 	n := &definitionNamer{gvks: map[string][]schema.GroupVersionKind{}}
-	for gvk := range scheme.AllKnownTypes() {
+	for gvk, typ := range scheme.AllKnownTypes() {
 		name, err := scheme.ToOpenAPIDefinitionName(gvk)
 		if err != nil {
 			return nil, fmt.Errorf("naming %v: %w", gvk, err)
 		}
 		n.gvks[name] = append(n.gvks[name], gvk)
+		// A type without an OpenAPI model name (a kind defined outside
+		// k8s.io/api) is named by its Go path in the definitions.
+		if goName := util.GetCanonicalTypeName(reflect.New(typ).Interface()); goName != name {
+			n.gvks[goName] = append(n.gvks[goName], gvk)
+		}
 	}
 	for _, gvks := range n.gvks {
 		slices.SortFunc(gvks, func(a, b schema.GroupVersionKind) int {
@@ -104,15 +111,21 @@ func newDefinitionNamer(scheme *runtime.Scheme) (*definitionNamer, error) {
 // value is built afresh on each call: the builders store it in schemas
 // that are later filtered per document.
 func (n *definitionNamer) definitionName(name string) (string, spec.Extensions) {
+	friendly := name
+	if strings.Contains(name, "/") {
+		// A Go path, as kube-apiserver names such definitions:
+		// "example.com/pkg.Type" -> "com.example.pkg.Type".
+		friendly = util.ToRESTFriendlyName(name)
+	}
 	gvks, ok := n.gvks[name]
 	if !ok {
-		return name, nil
+		return friendly, nil
 	}
 	list := make([]any, 0, len(gvks))
 	for _, gvk := range gvks {
 		list = append(list, map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind})
 	}
-	return name, spec.Extensions{gvkExtension: list}
+	return friendly, spec.Extensions{gvkExtension: list}
 }
 
 const gvkExtension = "x-kubernetes-group-version-kind"

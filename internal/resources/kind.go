@@ -309,3 +309,12 @@ func (r Resource) VersionIndex() int {
 	}
 	panic(fmt.Sprintf("resources: version %s is not one of kind %s", r.Version.GroupVersion, r.Kind.Names.Kind))
 }
+
+// Protobuf reports whether the resource's objects have a protobuf
+// encoding (every k8s.io/api type has one; a custom type may not, and is
+// then served and stored in JSON only, as kube-apiserver serves custom
+// resources).
+func (r Resource) Protobuf() bool {
+	_, ok := r.New().(interface{ Marshal() ([]byte, error) })
+	return ok
+}

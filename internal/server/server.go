@@ -127,6 +127,10 @@ type Config struct {
 	// Kinds are the kinds served; nil means builtin.Kinds. Tests add kinds
 	// of their own.
 	Kinds []*resources.Kind
+	// Standalone says no other replica shares the etcd prefix, so
+	// singleton controllers run without being elected with a Lease. The
+	// embedded engine is always standalone.
+	Standalone bool
 }
 
 // Storage engines for Config.Storage.
@@ -220,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
-	s.controllers = controllers.NewRunner(s.reg, cfg.Logger, cfg.Storage == StorageEtcd)
+	s.controllers = controllers.NewRunner(s.reg, cfg.Logger, cfg.Storage == StorageEtcd && !cfg.Standalone)
 	s.api = httpserver.New(httpserver.Config{
 		OpenAPI:                     docs,
 		Registry:                    s.reg,
