@@ -271,15 +271,6 @@ func (c *Cluster) leader(ctx context.Context) *Member {
 	return leader
 }
 
-// Close stops every member gracefully and waits for the processes to exit.
-func (c *Cluster) Close() {
-	var wg sync.WaitGroup
-	for _, m := range c.Members {
-		wg.Go(func() { m.Stop() })
-	}
-	wg.Wait()
-}
-
 // Kill kills every member and waits for the processes to exit.
 func (c *Cluster) Kill() {
 	for _, m := range c.Members {

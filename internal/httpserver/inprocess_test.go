@@ -183,13 +183,3 @@ func knownInternalError(msg string) bool {
 func newTestLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
-
-// readAll drains a reader, for tests.
-func readAll(tb testing.TB, r io.Reader) []byte {
-	tb.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}

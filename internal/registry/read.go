@@ -301,7 +301,3 @@ func decodeContinue(s string) (continueToken, error) {
 	tok.StartKey = key[1:]
 	return tok, nil
 }
-
-func everything() watchcache.Selector {
-	return watchcache.Selector{Label: labels.Everything(), Field: fields.Everything()}
-}

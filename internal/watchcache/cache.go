@@ -7,7 +7,6 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,7 +30,7 @@ type Config struct {
 	Prefix string
 	// Namespaced says keys are Prefix + NAMESPACE/NAME, not Prefix + NAME.
 	Namespaced bool
-	Decode Decoder
+	Decode     Decoder
 	// Window is how many events the cache keeps for watches that resume
 	// from a past revision.
 	Window int
@@ -283,7 +282,3 @@ func (c *Cache) decode(kv storage.KeyValue) (*Object, error) {
 	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Namespaced)
 	return &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels()}, nil
 }
-
-// waitTimeout bounds how long a read waits for the cache to reach a
-// revision, as kube-apiserver's cacher does.
-const waitTimeout = 3 * time.Second
