@@ -16,9 +16,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/leasehold/leasehold/internal/openapi"
+	"github.com/leasehold/leasehold/internal/openapi/definitions"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
@@ -524,6 +526,22 @@ func TestConcurrentRequests(t *testing.T) {
 		for j, g := range gets {
 			if !bytes.Equal(bodies[0][j], bodies[i][j]) {
 				t.Errorf("GET %s as %q: bodies differ", g[0], g[1])
+			}
+		}
+	}
+}
+
+// TestDefinitionsCoverKinds: the generated definitions hold every served
+// version's types; a kind added to the list without regenerating them
+// fails here first.
+func TestDefinitionsCoverKinds(t *testing.T) {
+	defs := definitions.GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} })
+	for _, k := range served() {
+		for _, v := range k.Versions {
+			for _, obj := range []any{v.New(), v.NewList()} {
+				if name := util.GetCanonicalTypeName(obj); defs[name].Schema.Type == nil {
+					t.Errorf("no definition of %s: run go generate ./internal/openapi/...", name)
+				}
 			}
 		}
 	}

@@ -1,11 +1,14 @@
-// Package watchcache keeps the current state of each served resource in
-// memory, with a window of recent events, and serves every read from it:
-// get, list (at the current revision, at an exact recent revision, and page
-// by page from one snapshot) and watch.
+// Package watchcache keeps the current state of each served kind in
+// memory, with a window of recent events, for the registry to serve every
+// read from: get, list (at the current revision, at an exact recent
+// revision, and page by page from one snapshot) and watch (a Cursor over
+// the window, and Filter for selectors). Each cached Object carries the
+// memo of its encodings (codec.Memo), and each event the memo of its
+// frames, so that encoding happens once however many readers there are.
 //
 // One feeder per store lists the whole key space once, then follows a single
-// storage watch, so every resource's cache learns every revision, including
-// revisions spent on other resources. That is what lets a consistent read
+// storage watch, so every kind's cache learns every revision, including
+// revisions spent on other kinds. That is what lets a consistent read
 // wait for "the cache has seen revision R" with one comparison.
 //
 // Concurrency: the feeder goroutine is the only writer. It owns a working
