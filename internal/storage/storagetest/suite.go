@@ -1,7 +1,8 @@
 // Package storagetest is the conformance suite for storage.Interface. Every
-// engine runs it (the embedded engine, the etcd engine, and both behind the
-// watch cache, as the registry reads them: internal/watchcache), so that the promises written in
-// internal/storage/interface.go are checked once, in one place.
+// engine runs it (the embedded engine, the etcd engine, and both behind
+// the watch cache as the registry reads them, in internal/watchcache), so
+// that the promises written in internal/storage/interface.go are checked
+// once, in one place.
 //
 // An engine's test calls RunTests with a factory for empty stores:
 //
