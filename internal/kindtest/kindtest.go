@@ -502,11 +502,14 @@ func (k *kindSuite) testWatch(t *testing.T) {
 				t.Fatal("watch ended")
 			}
 			u, isObj := ev.Object.(*unstructured.Unstructured)
-			if want == watch.Deleted && ev.Type == watch.Modified && isObj && u.GetDeletionTimestamp() != nil {
+			for want == watch.Deleted && ev.Type == watch.Modified && isObj && u.GetDeletionTimestamp() != nil {
 				// Marked first, deleted once a controller is done (a
 				// namespace): wait for the DELETED.
-				want = watch.Deleted
-				ev, ok = <-w.ResultChan()
+				select {
+				case ev, ok = <-w.ResultChan():
+				case <-ctx.Done():
+					t.Fatal("no DELETED event")
+				}
 				if !ok {
 					t.Fatal("watch ended")
 				}

@@ -1670,3 +1670,54 @@ func waitOutput(t *testing.T, r *running, re string) {
 		}
 	}
 }
+
+// TestKubectlDescribeStuckNamespace: a namespace held by a lease's
+// finalizer says why in its conditions, with kube-controller-manager's
+// types, reasons and messages, and kubectl describe shows them.
+func TestKubectlDescribeStuckNamespace(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	k := newKubectl(t, s)
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held := createLease(t, c, "stuck", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}})
+	if err := c.CoreV1().Namespaces().Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out = k.ok("", "describe", "namespace", "stuck")
+		if strings.Contains(out, "NamespaceFinalizersRemaining") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, re := range []string{
+		`(?m)^Status:\s+Terminating$`,
+		`(?m)^\s+NamespaceContentRemaining\s+True\s+.*SomeResourcesRemain\s+Some resources are remaining: leases\.coordination\.k8s\.io has 1 resource instances$`,
+		`(?m)^\s+NamespaceFinalizersRemaining\s+True\s+.*SomeFinalizerRemain\s+Some finalizers are remaining: example\.com/hold in 1 resource instances$`,
+		`(?m)^\s+NamespaceDeletionContentFailure\s+False\s+.*ContentDeleted\s+All content successfully deleted, may be waiting on finalization$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("describe namespace lacks %s:\n%s", re, out)
+		}
+	}
+	// Releasing the lease lets the namespace go.
+	held = getLease(t, c, "stuck", "held")
+	held.Finalizers = nil
+	if _, err := c.CoordinationV1().Leases("stuck").Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := c.CoreV1().Namespaces().Get(ctx, "stuck", metav1.GetOptions{}); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the namespace stayed after its last object went")
+		}
+	}
+}

@@ -72,7 +72,7 @@ func New(reg *registry.Registry, log *slog.Logger) controllers.Controller {
 			if err != nil {
 				return err
 			}
-			c := &controller{reg: reg, log: log, namespaces: namespaces}
+			c := &controller{reg: reg, log: log, namespaces: namespaces, now: time.Now}
 			return c.run(ctx)
 		},
 	}
@@ -82,6 +82,7 @@ type controller struct {
 	reg        *registry.Registry
 	log        *slog.Logger
 	namespaces resources.Resource
+	now        func() time.Time
 }
 
 // run lists the namespaces, finishes what it can, and waits for a change
@@ -142,27 +143,36 @@ func (c *controller) waitForChange(ctx context.Context, rev int64, pending bool)
 	}
 }
 
-// finalize deletes the contents of ns and, when nothing is left, removes
-// its "kubernetes" finalizer.
+// finalize deletes the contents of ns, says in the namespace's status
+// conditions what is left and why, and, when nothing is left, removes its
+// "kubernetes" finalizer.
 func (c *controller) finalize(ctx context.Context, ns *corev1.Namespace) (done bool, err error) {
-	empty := true
+	var left remaining
 	for _, k := range c.reg.Kinds() {
 		if !k.Namespaced {
 			continue
 		}
 		res := k.Storage()
-		list, err := c.reg.DeleteCollection(ctx, res, ns.Name, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{})
-		if err != nil {
-			return false, err
+		if _, err := c.reg.DeleteCollection(ctx, res, ns.Name, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{}); err != nil {
+			if ctx.Err() != nil {
+				return false, err
+			}
+			left.failures = append(left.failures, err.Error())
+			continue
 		}
 		// Objects held by finalizers are only marked; they keep the
 		// namespace until their finalizers are gone.
-		if len(list.Items) > 0 {
-			left, err := c.reg.List(ctx, res, ns.Name, &metainternalversion.ListOptions{Limit: 1})
-			empty = empty && err == nil && len(left.Items) == 0
+		list, err := c.reg.List(ctx, res, ns.Name, &metainternalversion.ListOptions{})
+		if err != nil {
+			left.failures = append(left.failures, err.Error())
+			continue
 		}
+		left.add(res, list.Items)
 	}
-	if !empty {
+	if err := c.setConditions(ctx, ns, left.conditions(c.now())); err != nil && ctx.Err() == nil {
+		c.log.Warn("updating the conditions of a terminating namespace", "namespace", ns.Name, "err", err)
+	}
+	if !left.empty() {
 		return false, nil
 	}
 	final := ns.DeepCopy()
@@ -175,4 +185,21 @@ func (c *controller) finalize(ctx context.Context, ns *corev1.Namespace) (done b
 		return true, nil
 	}
 	return err == nil, err
+}
+
+// setConditions writes the namespace's deletion conditions when they
+// change, through the status subresource, as kube-controller-manager's
+// namespace controller does. A conflict is left to the next round.
+func (c *controller) setConditions(ctx context.Context, ns *corev1.Namespace, conds []corev1.NamespaceCondition) error {
+	status := *ns.Status.DeepCopy()
+	if !mergeConditions(&status, conds, c.now()) {
+		return nil
+	}
+	updated := ns.DeepCopy()
+	updated.Status = status
+	_, err := c.reg.Update(ctx, c.namespaces, "", ns.Name, "status", updated, registry.WriteOptions{Manager: manager})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
