@@ -38,9 +38,9 @@ func run() error {
 		}
 	}
 	pkgs := map[string]bool{
-		pkgOf(&metav1.Status{}):       true,
+		pkgOf(&metav1.Status{}):        true,
 		pkgOf(&runtime.RawExtension{}): true,
-		pkgOf(&version.Info{}):        true,
+		pkgOf(&version.Info{}):         true,
 	}
 	for p := range served {
 		pkgs[p] = true
