@@ -11,7 +11,7 @@ import (
 // versions after them (no kind has any today) are encoded on every read.
 const memoVersions = 2
 
-// Memo keeps the item encodings of one immutable object (see ItemSlot):
+// Memo keeps the item encodings of one immutable object (see itemFormat):
 // one per wire format (JSON, protobuf) and served version, so that an
 // object the watch cache holds is encoded once however often it is read.
 // The zero Memo is empty and ready.

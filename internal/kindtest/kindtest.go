@@ -18,12 +18,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,7 +62,7 @@ type Fixture struct {
 
 // Run runs the suite as subtests of t against s.
 func Run(t *testing.T, s *testserver.Server, f Fixture) {
-	k := &kindSuite{t: t, s: s, f: f}
+	k := &kindSuite{t: t, s: s, f: f, run: strings.ReplaceAll(uuid.NewString(), "-", "")[:12]}
 	dyn, err := dynamic.NewForConfig(rest.CopyConfig(s.Config))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +92,9 @@ type kindSuite struct {
 	s   *testserver.Server
 	f   Fixture
 	dyn dynamic.NamespaceableResourceInterface
+	// run labels the objects of this run (label "kindtest-run"), so that
+	// runs sharing a kind do not see each other's objects.
+	run string
 }
 
 func (k *kindSuite) kind() *resources.Kind { return k.f.Resource.Kind }
@@ -115,11 +120,16 @@ func (k *kindSuite) object(t *testing.T, name string, labels map[string]string) 
 	if k.kind().Namespaced {
 		u.SetNamespace(k.f.Namespace)
 	}
-	if labels != nil {
-		u.SetLabels(labels)
+	all := map[string]string{"kindtest-run": k.run}
+	for key, v := range labels {
+		all[key] = v
 	}
+	u.SetLabels(all)
 	return u
 }
+
+// selector selects the objects of this run with the label set sel.
+func (k *kindSuite) selector(sel string) string { return "kindtest-run=" + k.run + "," + sel }
 
 // name makes an object name of the subtest's own.
 func name(t *testing.T, suffix string) string {
@@ -425,11 +435,11 @@ func (k *kindSuite) testList(t *testing.T) {
 		opts metav1.ListOptions
 		want []string
 	}{
-		{metav1.ListOptions{LabelSelector: "suite=list"}, names},
-		{metav1.ListOptions{LabelSelector: "suite=list,color=red"}, names[:2]},
-		{metav1.ListOptions{LabelSelector: "suite=list,color notin (red)"}, names[2:]},
-		{metav1.ListOptions{LabelSelector: "suite=list", FieldSelector: "metadata.name=" + names[1]}, names[1:2]},
-		{metav1.ListOptions{LabelSelector: "suite=list", FieldSelector: "metadata.name!=" + names[1]}, []string{names[0], names[2]}},
+		{metav1.ListOptions{LabelSelector: k.selector("suite=list")}, names},
+		{metav1.ListOptions{LabelSelector: k.selector("suite=list,color=red")}, names[:2]},
+		{metav1.ListOptions{LabelSelector: k.selector("suite=list,color notin (red)")}, names[2:]},
+		{metav1.ListOptions{LabelSelector: k.selector("suite=list"), FieldSelector: "metadata.name=" + names[1]}, names[1:2]},
+		{metav1.ListOptions{LabelSelector: k.selector("suite=list"), FieldSelector: "metadata.name!=" + names[1]}, []string{names[0], names[2]}},
 	} {
 		l, err := c.List(ctx, tc.opts)
 		if err != nil {
@@ -441,7 +451,7 @@ func (k *kindSuite) testList(t *testing.T) {
 	}
 	// Pages of one, every page at the first page's revision.
 	var paged []string
-	opts := metav1.ListOptions{LabelSelector: "suite=list", Limit: 1}
+	opts := metav1.ListOptions{LabelSelector: k.selector("suite=list"), Limit: 1}
 	var rv string
 	for {
 		l, err := c.List(ctx, opts)
@@ -463,7 +473,7 @@ func (k *kindSuite) testList(t *testing.T) {
 		t.Errorf("pages (-want +got):\n%s", diff)
 	}
 	if k.kind().Namespaced {
-		l, err := k.dyn.List(ctx, metav1.ListOptions{LabelSelector: "suite=list"})
+		l, err := k.dyn.List(ctx, metav1.ListOptions{LabelSelector: k.selector("suite=list")})
 		if err != nil || len(l.Items) != len(names) {
 			t.Errorf("list across namespaces: %v, %d items", err, len(l.Items))
 		}
@@ -481,7 +491,7 @@ func (k *kindSuite) testWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: start.GetResourceVersion(), LabelSelector: "suite=watch"})
+	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: start.GetResourceVersion(), LabelSelector: k.selector("suite=watch")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +588,7 @@ func (k *kindSuite) testTable(t *testing.T) {
 	if _, err := c.Create(t.Context(), k.object(t, name(t, "a"), map[string]string{"suite": "table"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, _, body := k.raw(t, "GET", k.collection()+"?labelSelector=suite%3Dtable", "application/json;as=Table;v=v1;g=meta.k8s.io", "", nil)
+	code, _, body := k.raw(t, "GET", k.collection()+"?labelSelector="+url.QueryEscape(k.selector("suite=table")), "application/json;as=Table;v=v1;g=meta.k8s.io", "", nil)
 	if code != http.StatusOK {
 		t.Fatalf("table: %d %s", code, body)
 	}

@@ -19,8 +19,10 @@ type fieldManagerKey struct {
 
 // newFieldManagers builds kube-apiserver's field manager (managedFields
 // and server-side apply, from k8s.io/apimachinery/pkg/util/managedfields)
-// for each served version of k and each of its subresources. The hub is
-// the storage version; the scheme converts between versions.
+// for each served version of k and each of its subresources. Each works
+// in its own version (its hub is the version itself): it takes and
+// returns objects of the request's version, and the scheme converts
+// managedFields recorded at other versions.
 func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, k *resources.Kind) (map[fieldManagerKey]*managedfields.FieldManager, error) {
 	out := map[fieldManagerKey]*managedfields.FieldManager{}
 	subs := map[string][]string{"": k.ResetFields}
@@ -40,7 +42,7 @@ func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, k 
 				}
 			}
 			fm, err := managedfields.NewDefaultFieldManager(tc, scheme, defaulter{res}, scheme,
-				res.GroupVersionKind(), k.Storage().GroupVersion(), sub, resetFields)
+				res.GroupVersionKind(), res.GroupVersion(), sub, resetFields)
 			if err != nil {
 				return nil, fmt.Errorf("field manager for %s %q: %w", res.GroupVersionResource(), sub, err)
 			}

@@ -2,12 +2,17 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/leasehold/leasehold/internal/kindtest"
 	"github.com/leasehold/leasehold/internal/resources"
@@ -33,13 +38,12 @@ func annotate(obj map[string]any) {
 }
 
 // TestKinds runs the per-kind conformance suite for every built-in kind
-// and for Widget, a kind that exists only in this test: the server learns
-// of it from its description alone.
+// and for Widget, a kind that exists only in this test, at both of its
+// versions: the server learns of it from its description alone.
 func TestKinds(t *testing.T) {
 	t.Parallel()
 	kinds := append(builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true}), widgetKind())
 	s := testserver.Start(t, func(c *server.Config) { c.Kinds = kinds })
-	must[*corev1.Namespace](t)(s.Client(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kinds"}}, metav1.CreateOptions{}))
 	storage := func(gk schema.GroupKind) resources.Resource {
 		k := resources.Find(kinds, gk)
 		if k == nil {
@@ -79,6 +83,18 @@ func TestKinds(t *testing.T) {
 			Invalid:      func(obj map[string]any) { obj["metadata"].(map[string]any)["name"] = "not.a.label" },
 			InvalidField: "metadata.name",
 		},
+		"widgets.v2": {
+			Resource: resources.Find(kinds, schema.GroupKind{Group: widgetVersion.Group, Kind: "Widget"}).Resources()[1],
+			Content: func() map[string]any {
+				return map[string]any{"spec": map[string]any{"diameter": int64(3), "shade": "red"}}
+			},
+			Change: func(obj map[string]any) {
+				spec := obj["spec"].(map[string]any)
+				spec["shade"] = "shade-" + nextChange()
+			},
+			Invalid:      func(obj map[string]any) { obj["spec"].(map[string]any)["diameter"] = int64(-1) },
+			InvalidField: "spec.size",
+		},
 		"widgets": {
 			Resource: storage(schema.GroupKind{Group: widgetVersion.Group, Kind: "Widget"}),
 			Content: func() map[string]any {
@@ -95,9 +111,50 @@ func TestKinds(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if f.Resource.Kind.Namespaced {
-				f.Namespace = "kinds"
+				f.Namespace = "kinds-" + strings.ReplaceAll(name, ".", "-")
+				must[*corev1.Namespace](t)(s.Client(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}, metav1.CreateOptions{}))
 			}
 			kindtest.Run(t, s, f)
 		})
 	}
+
+	// One Widget, two versions: written at v2, read at v1 and back, its
+	// fields converted both ways, selected by v2's field label.
+	t.Run("widgets across versions", func(t *testing.T) {
+		dyn := must[*dynamic.DynamicClient](t)(dynamic.NewForConfig(s.Config))
+		v1 := dyn.Resource(widgetVersion.WithResource("widgets")).Namespace("default")
+		v2 := dyn.Resource(widgetVersionV2.WithResource("widgets")).Namespace("default")
+		in := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": widgetVersionV2.String(), "kind": "Widget",
+			"metadata": map[string]any{"name": "both"},
+			"spec":     map[string]any{"diameter": int64(7)},
+		}}
+		created := must[*unstructured.Unstructured](t)(v2.Create(t.Context(), in, metav1.CreateOptions{}))
+		if got := created.Object["spec"]; !cmp.Equal(got, map[string]any{"diameter": int64(7), "shade": "grey"}) {
+			t.Errorf("created at v2: spec %v, want v2's fields with v2's default", got)
+		}
+		old := must[*unstructured.Unstructured](t)(v1.Get(t.Context(), "both", metav1.GetOptions{}))
+		if got := old.Object["spec"]; old.GetAPIVersion() != widgetVersion.String() || !cmp.Equal(got, map[string]any{"size": int64(7), "color": "grey"}) {
+			t.Errorf("read at v1: %s spec %v", old.GetAPIVersion(), got)
+		}
+		old.Object["spec"].(map[string]any)["color"] = "blue"
+		must[*unstructured.Unstructured](t)(v1.Update(t.Context(), old, metav1.UpdateOptions{}))
+		l := must[*unstructured.UnstructuredList](t)(v2.List(t.Context(), metav1.ListOptions{FieldSelector: "spec.shade=blue"}))
+		if len(l.Items) != 1 || l.Items[0].Object["spec"].(map[string]any)["shade"] != "blue" {
+			t.Errorf("v2 list by spec.shade: %v", l.Items)
+		}
+		if _, err := v2.List(t.Context(), metav1.ListOptions{FieldSelector: "spec.color=blue"}); !apierrors.IsBadRequest(err) {
+			t.Errorf("v2 list by v1's field label: %v, want 400", err)
+		}
+		// Server-side apply at v2 over an object last written at v1.
+		apply := []byte(`{"apiVersion":"test.leasehold.dev/v2","kind":"Widget","metadata":{"name":"both"},"spec":{"diameter":9}}`)
+		_, err := v2.Patch(t.Context(), "both", "application/apply-patch+yaml", apply, metav1.PatchOptions{FieldManager: "applier"})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), ".spec.diameter") {
+			t.Errorf("apply of a field another manager set at v1: %v, want a conflict on .spec.diameter", err)
+		}
+		applied := must[*unstructured.Unstructured](t)(v2.Patch(t.Context(), "both", "application/apply-patch+yaml", apply, metav1.PatchOptions{FieldManager: "applier", Force: ptr(true)}))
+		if applied.Object["spec"].(map[string]any)["diameter"] != int64(9) {
+			t.Errorf("apply at v2: %v", applied.Object["spec"])
+		}
+	})
 }

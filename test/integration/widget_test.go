@@ -54,7 +54,64 @@ func (l *WidgetList) DeepCopyObject() runtime.Object {
 	return c
 }
 
-var widgetVersion = schema.GroupVersion{Group: "test.leasehold.dev", Version: "v1"}
+// WidgetV2 is a Widget at version v2, which names its fields otherwise:
+// spec.diameter is v1's spec.size, spec.shade its spec.color. Widgets are
+// stored at v1 and converted at the edges.
+type WidgetV2 struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              WidgetV2Spec `json:"spec,omitempty"`
+}
+
+// WidgetV2Spec is a v2 Widget's spec.
+type WidgetV2Spec struct {
+	Diameter int32  `json:"diameter,omitempty"`
+	Shade    string `json:"shade,omitempty"`
+}
+
+// WidgetV2List is a list of v2 Widgets.
+type WidgetV2List struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WidgetV2 `json:"items"`
+}
+
+func (w *WidgetV2) DeepCopyObject() runtime.Object {
+	c := &WidgetV2{TypeMeta: w.TypeMeta, Spec: w.Spec}
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return c
+}
+
+func (l *WidgetV2List) DeepCopyObject() runtime.Object {
+	c := &WidgetV2List{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	for i := range l.Items {
+		c.Items = append(c.Items, *l.Items[i].DeepCopyObject().(*WidgetV2))
+	}
+	return c
+}
+
+var (
+	widgetVersion   = schema.GroupVersion{Group: "test.leasehold.dev", Version: "v1"}
+	widgetVersionV2 = schema.GroupVersion{Group: "test.leasehold.dev", Version: "v2"}
+)
+
+// widgetConversion converts between v2 and the storage version, v1.
+var widgetConversion = &resources.Conversion{
+	ToStorage: func(in resources.Object) (resources.Object, error) {
+		w := in.(*WidgetV2)
+		out := &Widget{Spec: WidgetSpec{Size: w.Spec.Diameter, Color: w.Spec.Shade}}
+		w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+		return out, nil
+	},
+	FromStorage: func(in resources.Object) (resources.Object, error) {
+		w := in.(*Widget)
+		out := &WidgetV2{Spec: WidgetV2Spec{Diameter: w.Spec.Size, Shade: w.Spec.Color}}
+		w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+		return out, nil
+	},
+	FieldLabels: map[string]string{"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace", "spec.shade": "spec.color"},
+}
 
 // widgetKind describes Widgets: namespaced, spec.size at least 0, a Color
 // column and a spec.color field selector.
@@ -73,6 +130,17 @@ func widgetKind() *resources.Kind {
 				}
 			},
 			OpenAPI: widgetOpenAPI,
+		}, {
+			GroupVersion: widgetVersionV2,
+			New:          func() resources.Object { return &WidgetV2{} },
+			NewList:      func() runtime.Object { return &WidgetV2List{} },
+			Default: func(obj resources.Object) {
+				if w := obj.(*WidgetV2); w.Spec.Shade == "" {
+					w.Spec.Shade = "grey"
+				}
+			},
+			Conversion: widgetConversion,
+			OpenAPI:    widgetOpenAPI,
 		}},
 		Strategy: widgetStrategy{},
 		Updates:  resources.UpdatePolicy{AllowCreateOnUpdate: true},
@@ -139,45 +207,51 @@ func widgetOpenAPI(ref common.ReferenceCallback) map[string]common.OpenAPIDefini
 		return spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(name)}}
 	}
 	objectMeta, listMeta := metav1.ObjectMeta{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()
-	return map[string]common.OpenAPIDefinition{
-		pkg + "Widget": {
+	object := func(desc, specName string) common.OpenAPIDefinition {
+		return common.OpenAPIDefinition{
 			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
-				Description: "Widget is a kind of this test only.",
+				Description: desc,
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
 					"kind":       str("Kind is a string value representing the REST resource this object represents."),
 					"metadata":   refTo(objectMeta),
-					"spec":       refTo(pkg + "WidgetSpec"),
+					"spec":       refTo(pkg + specName),
 				},
 			}},
-			Dependencies: []string{objectMeta, pkg + "WidgetSpec"},
-		},
-		pkg + "WidgetSpec": {
+			Dependencies: []string{objectMeta, pkg + specName},
+		}
+	}
+	list := func(desc, item string) common.OpenAPIDefinition {
+		return common.OpenAPIDefinition{
 			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
-				Description: "WidgetSpec is a Widget's spec.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"size":  {SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32", Description: "Size of the widget."}},
-					"color": str("Color of the widget."),
-				},
-			}},
-		},
-		pkg + "WidgetList": {
-			Schema: spec.Schema{SchemaProps: spec.SchemaProps{
-				Description: "WidgetList is a list of Widgets.",
+				Description: desc,
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"apiVersion": str("APIVersion defines the versioned schema of this representation of an object."),
 					"kind":       str("Kind is a string value representing the REST resource this object represents."),
 					"metadata":   refTo(listMeta),
 					"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &spec.Schema{
-						SchemaProps: spec.SchemaProps{Default: map[string]any{}, Ref: ref(pkg + "Widget")}}}}},
+						SchemaProps: spec.SchemaProps{Default: map[string]any{}, Ref: ref(pkg + item)}}}}},
 				},
 				Required: []string{"items"},
 			}},
-			Dependencies: []string{listMeta, pkg + "Widget"},
-		},
+			Dependencies: []string{listMeta, pkg + item},
+		}
+	}
+	fields := func(desc string, props map[string]spec.Schema) common.OpenAPIDefinition {
+		return common.OpenAPIDefinition{Schema: spec.Schema{SchemaProps: spec.SchemaProps{Description: desc, Type: []string{"object"}, Properties: props}}}
+	}
+	int32Prop := func(desc string) spec.Schema {
+		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32", Description: desc}}
+	}
+	return map[string]common.OpenAPIDefinition{
+		pkg + "Widget":       object("Widget is a kind of this test only.", "WidgetSpec"),
+		pkg + "WidgetSpec":   fields("WidgetSpec is a Widget's spec.", map[string]spec.Schema{"size": int32Prop("Size of the widget."), "color": str("Color of the widget.")}),
+		pkg + "WidgetList":   list("WidgetList is a list of Widgets.", "Widget"),
+		pkg + "WidgetV2":     object("WidgetV2 is a Widget at v2.", "WidgetV2Spec"),
+		pkg + "WidgetV2Spec": fields("WidgetV2Spec is a v2 Widget's spec.", map[string]spec.Schema{"diameter": int32Prop("Diameter of the widget."), "shade": str("Shade of the widget.")}),
+		pkg + "WidgetV2List": list("WidgetV2List is a list of v2 Widgets.", "WidgetV2"),
 	}
 }
 

@@ -1,0 +1,208 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/resources/builtin"
+	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/storage/embedded"
+)
+
+// conflicting makes the next writes conflict, as a concurrent writer
+// would: the registry must retry them from the current value. It injects
+// a fault a test cannot cause on time otherwise.
+type conflicting struct {
+	storage.Interface
+	conflicts atomic.Int64
+}
+
+func (c *conflicting) Put(ctx context.Context, key string, value []byte, expected int64) (storage.KeyValue, error) {
+	if c.conflicts.Add(-1) >= 0 {
+		cur, err := c.Interface.Get(ctx, key)
+		if err != nil {
+			return storage.KeyValue{}, err
+		}
+		return storage.KeyValue{}, &storage.ConflictError{Key: key, Expected: expected, Current: &cur}
+	}
+	return c.Interface.Put(ctx, key, value, expected)
+}
+
+// refuse is an admission step that refuses objects with a given name.
+type refuse struct{ name string }
+
+func (r refuse) Admit(_ context.Context, _ admission.Reader, req *admission.Request) error {
+	if req.Name == r.name {
+		return apierrors.NewForbidden(req.Resource.GroupResource(), req.Name, fmt.Errorf("refused by test step %s", req.Operation))
+	}
+	return nil
+}
+
+// newTestRegistry runs a registry of the built-in kinds on an embedded
+// store behind st.
+func newTestRegistry(t *testing.T, steps ...admission.Step) (*Registry, *conflicting) {
+	t.Helper()
+	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &conflicting{Interface: store}
+	kinds := builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true})
+	codecs, err := codec.New(kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := New(Config{Store: st, Codecs: codecs, Kinds: kinds, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- reg.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		store.Close()
+	})
+	<-reg.Ready()
+	return reg, st
+}
+
+func resourceOf(t *testing.T, reg *Registry, gk schema.GroupKind) resources.Resource {
+	t.Helper()
+	res, ok := reg.ResourceFor(gk)
+	if !ok {
+		t.Fatalf("%v not served", gk)
+	}
+	return res
+}
+
+// TestRetriedWritesSayThingsOnce: a write retried after a conflict
+// answers with the last try's warnings, not every try's.
+func TestRetriedWritesSayThingsOnce(t *testing.T) {
+	reg, st := newTestRegistry(t)
+	ctx := t.Context()
+	eps := resourceOf(t, reg, schema.GroupKind{Kind: "Endpoints"})
+	// A leading zero is accepted with a warning.
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "010.0.0.1"}}}}}
+	created, err := reg.Create(ctx, eps, "default", ep.DeepCopy(), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created.Warnings) != 1 {
+		t.Fatalf("create warnings %q, want one", created.Warnings)
+	}
+	want := created.Warnings
+
+	update := ep.DeepCopy()
+	update.Labels = map[string]string{"v": "2"}
+	st.conflicts.Store(3)
+	out, err := reg.Update(ctx, eps, "default", "e", "", update, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, out.Warnings); diff != "" {
+		t.Errorf("update warnings after three retries (-want +got):\n%s", diff)
+	}
+	if st.conflicts.Load() >= 0 {
+		t.Fatalf("the update was not retried")
+	}
+
+	st.conflicts.Store(2)
+	patched, err := reg.Patch(ctx, eps, "default", "e", "", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"v":"3"}}}`), PatchOptions{FieldValidation: metav1.FieldValidationWarn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, patched.Warnings); diff != "" {
+		t.Errorf("patch warnings after two retries (-want +got):\n%s", diff)
+	}
+}
+
+// TestAdmissionChain: the chain's steps run in order on creates (also a
+// PUT that creates), updates and deletes; the first refusal ends the
+// write and nothing is stored.
+func TestAdmissionChain(t *testing.T) {
+	reg, _ := newTestRegistry(t, refuse{name: "no"})
+	ctx := t.Context()
+	leases := resourceOf(t, reg, schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	_, err := reg.Create(ctx, leases, "default", lease("no"), WriteOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("create refused by admission: %v", err)
+	}
+	_, err = reg.Update(ctx, leases, "default", "no", "", lease("no"), WriteOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("PUT that creates, refused by admission: %v", err)
+	}
+	if _, err := reg.Get(ctx, leases, "default", "no", ""); !apierrors.IsNotFound(err) {
+		t.Errorf("refused object stored: %v", err)
+	}
+	if _, err := reg.Create(ctx, leases, "default", lease("yes"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reg.Delete(ctx, leases, "default", "no", &metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("delete refused by admission: %v", err)
+	}
+	if _, err := reg.Delete(ctx, leases, "default", "yes", &metav1.DeleteOptions{}); err != nil {
+		t.Errorf("admitted delete: %v", err)
+	}
+}
+
+// TestWatchEnds: a watch ends with io.EOF at its timeout, and with the
+// context's error when its reader goes.
+func TestWatchEnds(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	leases := resourceOf(t, reg, schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	zero := int64(0)
+	w, err := reg.Watch(t.Context(), leases, "default", "", &metainternalversion.ListOptions{TimeoutSeconds: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for {
+		events, err := w.Next(t.Context())
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("watch ended with %v, want io.EOF", err)
+			}
+			break
+		}
+		if len(events) > 0 && events[0].Type != "ADDED" {
+			t.Fatalf("event %v", events[0].Type)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	w2, err := reg.Watch(ctx, leases, "default", "", &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	cancel()
+	for {
+		if _, err := w2.Next(ctx); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("watch ended with %v, want the context's", err)
+			}
+			break
+		}
+	}
+}
