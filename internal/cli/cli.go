@@ -81,6 +81,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
+	setMemoryLimit(log)
 
 	srv, err := server.New(cfg)
 	if err != nil {
