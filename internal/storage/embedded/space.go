@@ -110,8 +110,8 @@ type batchSpace struct {
 	refused     *storage.NoSpaceError
 	refusedDisk bool
 	refusedNeed int64
-	// grew says that the batch accepted a put that grows the data.
-	grew bool
+	// put says that the batch accepted a put.
+	put bool
 }
 
 // begin starts a batch: it asks the filesystem for its free space.
@@ -175,9 +175,7 @@ func (sp *space) checkPut(b *batchSpace, key string, record int, old int64) erro
 		return b.refuse(sp.quotaFull(b.used), false, grow)
 	}
 	b.used += grow
-	if grow > 0 {
-		b.grew = true
-	}
+	b.put = true
 	return nil
 }
 
@@ -206,12 +204,17 @@ func (b *batchSpace) refuse(err *storage.NoSpaceError, disk bool, need int64) er
 // wrote nothing): the new data size, and whether writes are being refused.
 func (sp *space) committed(b *batchSpace) {
 	sp.used.Store(b.used)
-	switch {
-	case b.refused != nil:
+	if b.refused != nil {
 		sp.setFull(b.refused, b.refusedDisk, b.refusedNeed)
-	case b.grew:
-		// A put that grows the data went through: there is room.
-		sp.clearFull(nil)
+		return
+	}
+	sp.mu.Lock()
+	full, disk, need := sp.full, sp.fullDisk, sp.fullNeed
+	sp.mu.Unlock()
+	// A put accepted despite a full disk found room above the resume
+	// mark; a refusal by the quota ends once the refused put would fit.
+	if full != nil && (disk && b.put || !disk && b.used+need <= sp.quota) {
+		sp.clearFull(full)
 	}
 }
 
@@ -250,12 +253,12 @@ func (sp *space) setFull(err *storage.NoSpaceError, disk bool, need int64) {
 	}
 }
 
-// clearFull ends the condition, when it is still cond (any, when cond is
-// nil), with one line saying so.
+// clearFull ends the condition, when it is still cond, with one line
+// saying so.
 func (sp *space) clearFull(cond *storage.NoSpaceError) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.full == nil || cond != nil && sp.full != cond {
+	if sp.full == nil || sp.full != cond {
 		return
 	}
 	sp.full = nil

@@ -86,6 +86,13 @@ func TestQuota(t *testing.T) {
 	if _, err := s.Put(ctx, kvs[1].Key, []byte(value), 1); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("a conflicting update at the quota: %v, want a conflict", err)
 	}
+	// A small put fits; the condition lasts while the refused one would
+	// not.
+	tiny := mustPutKV(t, s, "/registry/leases/ns/tiny", "t", 0)
+	wantNoSpace(t, "NoSpace after a small put", s.NoSpace(ctx), "quota")
+	if _, err := s.Delete(ctx, tiny.Key, tiny.ModRevision); err != nil {
+		t.Fatal(err)
+	}
 
 	// A delete is accepted and makes room.
 	if _, err := s.Delete(ctx, same.Key, same.ModRevision); err != nil {
