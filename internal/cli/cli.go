@@ -17,7 +17,7 @@ const usage = `leasehold: a Kubernetes API server for Leases and Endpoints.
 
 Usage:
   leasehold serve [flags]   run the server
-  leasehold bench <scenario> load-test a running server (fill, list, renew, fanout)
+  leasehold bench <scenario> load-test a running server (fill, list, renew, fanout, overload)
   leasehold version         print the version
 
 Run "leasehold serve -h" for the server's flags.
