@@ -230,9 +230,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.committed.Store(rev)
 	s.applied.Store(rev)
 	go s.runCommitter(rev)
-	free := s.space.free()
+	free, freeText := s.space.free(), "unknown"
+	if free >= 0 {
+		freeText = bytesString(free)
+	}
 	s.log.Info("opened", "dir", dir, "revision", rev, "data", bytesString(used), "quota", bytesString(opts.QuotaBytes),
-		"free", bytesString(free), "reserve", bytesString(opts.ReserveBytes))
+		"free", freeText, "reserve", bytesString(opts.ReserveBytes))
 	if free >= 0 && free < opts.ReserveBytes {
 		s.log.Warn("the data directory's filesystem has less free space than the storage reserve: writes other than deletes will be refused until there is more",
 			"free", bytesString(free), "reserve", bytesString(opts.ReserveBytes))
