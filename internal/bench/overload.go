@@ -32,10 +32,12 @@ type OverloadConfig struct {
 	// in-flight limits do not apply to system:masters (kube-apiserver's
 	// rule), which the admin kubeconfig is.
 	Token string
-	// MaxOutstanding bounds the requests waiting for an answer, to keep
-	// the load tool's own memory bounded; a write that would exceed it is
-	// counted as not sent.
-	MaxOutstanding int
+	// StreamsPerConnection bounds the requests waiting for an answer on
+	// one connection: a write that would exceed it is counted as not sent.
+	// Below the server's HTTP/2 stream limit (250), so that the HTTP
+	// client never opens more connections, whose TLS handshakes would
+	// cost the server more than the requests.
+	StreamsPerConnection int
 }
 
 // Overload offers writes (merge patches renewing leases) at a fixed rate,
@@ -54,8 +56,10 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 	type conn struct {
 		http *http.Client
 		base string
+		// outstanding counts its requests waiting for an answer.
+		outstanding atomic.Int64
 	}
-	conns := make([]conn, oc.Connections)
+	conns := make([]*conn, oc.Connections)
 	var probe kubernetes.Interface
 	for i := range conns {
 		cfg := rest.CopyConfig(e.configFor(i))
@@ -69,7 +73,7 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 		if err != nil {
 			return err
 		}
-		conns[i] = conn{http: &http.Client{Transport: tr}, base: strings.TrimSuffix(cfg.Host, "/") + "/apis/coordination.k8s.io/v1/namespaces/" + oc.Namespace + "/leases/"}
+		conns[i] = &conn{http: &http.Client{Transport: tr}, base: strings.TrimSuffix(cfg.Host, "/") + "/apis/coordination.k8s.io/v1/namespaces/" + oc.Namespace + "/leases/"}
 		if i == 0 {
 			if probe, err = kubernetes.NewForConfig(cfg); err != nil {
 				return err
@@ -79,9 +83,9 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 	proc := StartSampling(e.PID)
 
 	const reportEvery = 10 * time.Second
-	maxOutstanding := int64(oc.MaxOutstanding)
-	if maxOutstanding <= 0 {
-		maxOutstanding = 20000
+	perConn := int64(oc.StreamsPerConnection)
+	if perConn <= 0 {
+		perConn = 200
 	}
 	var (
 		// mu guards the latencies and other.
@@ -183,19 +187,21 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
 		}
-		if outstanding.Load() >= maxOutstanding {
+		c := conns[i%len(conns)]
+		if c.outstanding.Load() >= perConn {
 			notSent.Add(1)
 			windowNotSent.Add(1)
 			continue
 		}
+		c.outstanding.Add(1)
 		outstanding.Add(1)
 		sent.Add(1)
-		c := conns[i%len(conns)]
 		url := c.base + fmt.Sprintf("lease-%06d", i%oc.Leases)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer outstanding.Add(-1)
+			defer c.outstanding.Add(-1)
 			req, err := http.NewRequestWithContext(ctx, http.MethodPatch, url, bytes.NewReader(patch()))
 			if err != nil {
 				record(0, 0, err)
@@ -222,8 +228,8 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 	wg.Wait()
 	elapsed := time.Since(start)
 
-	fmt.Fprintf(e.Out, "overload: offered %.0f writes/s for %v over %d connections: sent %.0f/s (%d not sent: %d outstanding already)\n",
-		oc.Rate, oc.Duration, oc.Connections, float64(sent.Load())/elapsed.Seconds(), notSent.Load(), maxOutstanding)
+	fmt.Fprintf(e.Out, "overload: offered %.0f writes/s for %v over %d connections: sent %.0f/s (%d not sent: %d waiting on their connection already)\n",
+		oc.Rate, oc.Duration, oc.Connections, float64(sent.Load())/elapsed.Seconds(), notSent.Load(), perConn)
 	fmt.Fprintf(e.Out, "overload: admitted (2xx) %.0f/s, latency %s\n", float64(len(admitted))/elapsed.Seconds(), admitted)
 	fmt.Fprintf(e.Out, "overload: refused (429) %.0f/s, latency %s\n", float64(len(refused))/elapsed.Seconds(), refused)
 	for k, n := range other {

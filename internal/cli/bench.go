@@ -62,7 +62,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.IntVar(&oc.Connections, "connections", 64, "client connections")
 		fs.DurationVar(&oc.Duration, "duration", time.Minute, "how long to offer them")
 		fs.StringVar(&oc.Token, "token", "", "bearer token of a user outside system:masters (whose requests are never refused), from the server's --token-auth-file")
-		fs.IntVar(&oc.MaxOutstanding, "max-outstanding", 20000, "requests waiting for an answer at most; more are counted as not sent")
+		fs.IntVar(&oc.StreamsPerConnection, "streams-per-connection", 200, "requests waiting for an answer on one connection at most (below the server's 250 streams); more are counted as not sent")
 		run = func(e *bench.Env) error { oc.Namespace = *namespace; return bench.Overload(ctx, e, oc) }
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
