@@ -118,9 +118,13 @@ var (
 	ErrUnavailable = errors.New("storage: unavailable")
 	// ErrNoSpace: the engine refused a write because it is out of space:
 	// at its size quota, or with its disk (nearly) full. Nothing was
-	// written. Deletes are still accepted, so that space can be freed
-	// through the API, and writes are accepted again once there is room.
-	// Engines return a *NoSpaceError, whose Message says what to do.
+	// written, except by etcd for the one write that crosses its quota:
+	// etcd applies that write, then raises its NOSPACE alarm and answers
+	// it with this error (server/etcdserver/apply/quota.go); later writes
+	// are refused unapplied. Deletes are still accepted, so that space can
+	// be freed through the API, and writes are accepted again once there
+	// is room. Engines return a *NoSpaceError, whose Message says what to
+	// do.
 	ErrNoSpace = errors.New("storage: database space exceeded")
 )
 

@@ -48,7 +48,10 @@ func wrapErr(op string, err error) error {
 		// etcd's quota (--quota-backend-bytes) is reached and its NOSPACE
 		// alarm raised: it serves reads and deletes only, until an
 		// operator compacts, defragments and disarms the alarm. Clients
-		// get etcd's words, as kube-apiserver passes them through.
+		// get etcd's words, as kube-apiserver passes them through. The
+		// write that crossed the quota was applied nonetheless
+		// (etcdserver/apply/quota.go): its outcome, like a timeout's, is
+		// unknown to the caller.
 		return fmt.Errorf("etcd: %s: %w", op, &storage.NoSpaceError{Message: rpctypes.ErrorDesc(err)})
 	case errors.Is(err, rpctypes.ErrTooManyRequests):
 		return fmt.Errorf("etcd: %s: %w: %v", op, storage.ErrUnavailable, err)
