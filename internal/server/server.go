@@ -318,7 +318,10 @@ func (s *Server) checkReady() error {
 
 // Run serves until ctx ends, then shuts down gracefully: the listener
 // closes, watches end cleanly, in-flight requests finish (within
-// ShutdownTimeout), and the store closes after them.
+// ShutdownTimeout), and the store closes after them. If the store fails
+// for good first (an I/O error of the embedded store), Run shuts down the
+// same way within 2 s and returns the failure, for the process to exit
+// and be restarted (see failure.go).
 func (s *Server) Run(ctx context.Context) error {
 	defer s.store.Close()
 	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
