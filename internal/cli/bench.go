@@ -17,6 +17,7 @@ Scenarios (each drives a running server through its API):
   list     time whole and paginated lists of them
   renew    renew them as fast as holders can
   fanout   many watchers of one large Endpoints object being updated
+  overload writes offered faster than the server sustains: how it sheds them
 
 Run "leasehold bench <scenario> -h" for its flags.
 `
@@ -54,6 +55,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&fc.Duration, "duration", 30*time.Second, "how long to update")
 		fs.BoolVar(&fc.Protobuf, "protobuf", false, "watch in protobuf, as Kubernetes components do (default JSON)")
 		run = func(e *bench.Env) error { fc.Namespace = *namespace; return bench.Fanout(ctx, e, fc) }
+	case "overload":
+		oc := bench.OverloadConfig{Duration: time.Minute}
+		fs.IntVar(&oc.Leases, "leases", 1000, "leases to renew (created by fill)")
+		fs.Float64Var(&oc.Rate, "rate", 25000, "writes offered per second, whatever the answers")
+		fs.IntVar(&oc.Connections, "connections", 64, "client connections")
+		fs.DurationVar(&oc.Duration, "duration", time.Minute, "how long to offer them")
+		fs.StringVar(&oc.Token, "token", "", "bearer token of a user outside system:masters (whose requests are never refused), from the server's --token-auth-file")
+		fs.IntVar(&oc.StreamsPerConnection, "streams-per-connection", 200, "requests waiting for an answer on one connection at most (below the server's 250 streams); more are counted as not sent")
+		run = func(e *bench.Env) error { oc.Namespace = *namespace; return bench.Overload(ctx, e, oc) }
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil

@@ -18,7 +18,7 @@ const usage = `leasehold: a Kubernetes API server for Leases and Endpoints.
 
 Usage:
   leasehold serve [flags]   run the server
-  leasehold bench <scenario> load-test a running server (fill, list, renew, fanout)
+  leasehold bench <scenario> load-test a running server (fill, list, renew, fanout, overload)
   leasehold version         print the version
 
 Run "leasehold serve -h" for the server's flags.
@@ -88,6 +88,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
+	setMemoryLimit(log)
 
 	srv, err := server.New(cfg)
 	if err != nil {

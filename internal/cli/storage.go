@@ -4,9 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/storage/embedded"
 )
 
 // storageFlags defines the storage selection flags, named as
@@ -22,7 +26,36 @@ func storageFlags(fs *flag.FlagSet, cfg *server.Config) *string {
 	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", "/registry", "prefix of every key leasehold stores in etcd")
 	fs.DurationVar(&cfg.EtcdCompactInterval, "etcd-compaction-interval", server.DefaultEtcdCompactInterval,
 		"how often etcd's history is compacted, the replicas taking turns (0 disables compaction)")
+	cfg.StorageQuotaBytes, cfg.StorageReserveBytes = embedded.DefaultQuotaBytes, embedded.DefaultReserveBytes
+	fs.Var((*bytesFlag)(&cfg.StorageQuotaBytes), "storage-quota-bytes",
+		"most data the embedded store holds (keys and values of the current objects, such as 2Gi or 500M); beyond it, writes that add data are refused (0: no quota)")
+	fs.Var((*bytesFlag)(&cfg.StorageReserveBytes), "storage-reserve-bytes",
+		"free space the embedded store keeps on its filesystem; below it, writes other than deletes are refused (0: none, and a full disk stops the server)")
 	return servers
+}
+
+// bytesFlag is a size flag: a number of bytes, or a Kubernetes quantity
+// such as 64Mi or 2G.
+type bytesFlag int64
+
+func (b *bytesFlag) String() string {
+	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
+}
+
+func (b *bytesFlag) Set(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		q, qerr := resource.ParseQuantity(v)
+		if qerr != nil {
+			return fmt.Errorf("want a number of bytes or a quantity such as 64Mi: %w", qerr)
+		}
+		n = q.Value()
+	}
+	if n < 0 {
+		return errors.New("must not be negative")
+	}
+	*b = bytesFlag(n)
+	return nil
 }
 
 // checkStorageFlags validates the storage flags after parsing and fills
@@ -35,19 +68,23 @@ func checkStorageFlags(fs *flag.FlagSet, cfg *server.Config, servers string) err
 	}
 	switch cfg.Storage {
 	case server.StorageEmbedded:
-		var etcdFlags []string
-		fs.Visit(func(f *flag.Flag) {
-			if strings.HasPrefix(f.Name, "etcd-") {
-				etcdFlags = append(etcdFlags, "--"+f.Name)
-			}
-		})
-		if len(etcdFlags) > 0 {
+		if etcdFlags := setFlags(fs, "etcd-"); len(etcdFlags) > 0 {
 			return fmt.Errorf("%s given with --storage=embedded; add --storage=etcd", strings.Join(etcdFlags, ", "))
+		}
+		// server.Config: negative means none.
+		for _, v := range []*int64{&cfg.StorageQuotaBytes, &cfg.StorageReserveBytes} {
+			if *v == 0 {
+				*v = -1
+			}
 		}
 	case server.StorageEtcd:
 		if len(cfg.EtcdServers) == 0 {
 			return errors.New("--storage=etcd needs --etcd-servers")
 		}
+		if embeddedFlags := setFlags(fs, "storage-"); len(embeddedFlags) > 0 {
+			return fmt.Errorf("%s given with --storage=etcd; they are the embedded store's (etcd has its own quota, --quota-backend-bytes)", strings.Join(embeddedFlags, ", "))
+		}
+		cfg.StorageQuotaBytes, cfg.StorageReserveBytes = 0, 0
 		if cfg.EtcdCompactInterval < 0 {
 			return errors.New("--etcd-compaction-interval must not be negative")
 		}
@@ -58,4 +95,16 @@ func checkStorageFlags(fs *flag.FlagSet, cfg *server.Config, servers string) err
 		return fmt.Errorf("--storage=%q: want embedded or etcd", cfg.Storage)
 	}
 	return nil
+}
+
+// setFlags returns the flags given on the command line whose names start
+// with prefix, as "--name".
+func setFlags(fs *flag.FlagSet, prefix string) []string {
+	var names []string
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, prefix) {
+			names = append(names, "--"+f.Name)
+		}
+	})
+	return names
 }

@@ -20,8 +20,24 @@ func TestStorageFlags(t *testing.T) {
 	}{
 		{
 			name: "default: embedded",
-			want: server.Config{Storage: "embedded", EtcdPrefix: "/registry", EtcdCompactInterval: 5 * time.Minute},
+			want: server.Config{Storage: "embedded", EtcdPrefix: "/registry", EtcdCompactInterval: 5 * time.Minute,
+				StorageQuotaBytes: 2 << 30, StorageReserveBytes: 64 << 20},
 		},
+		{
+			name: "embedded with a quota and a reserve",
+			args: []string{"--storage-quota-bytes=500Mi", "--storage-reserve-bytes", "1000000"},
+			want: server.Config{Storage: "embedded", EtcdPrefix: "/registry", EtcdCompactInterval: 5 * time.Minute,
+				StorageQuotaBytes: 500 << 20, StorageReserveBytes: 1000000},
+		},
+		{
+			name: "embedded without a quota or a reserve",
+			args: []string{"--storage-quota-bytes=0", "--storage-reserve-bytes=0"},
+			want: server.Config{Storage: "embedded", EtcdPrefix: "/registry", EtcdCompactInterval: 5 * time.Minute,
+				StorageQuotaBytes: -1, StorageReserveBytes: -1},
+		},
+		{name: "negative quota", args: []string{"--storage-quota-bytes=-1"}, wantErr: true},
+		{name: "quota that does not parse", args: []string{"--storage-quota-bytes=lots"}, wantErr: true},
+		{name: "quota with etcd", args: []string{"--storage=etcd", "--etcd-servers=http://a:2379", "--storage-quota-bytes=1Gi"}, wantErr: true},
 		{
 			name: "etcd",
 			args: []string{"--storage=etcd", "--etcd-servers", "https://a:2379, https://b:2379,", "--etcd-cafile=ca.crt",
@@ -44,10 +60,10 @@ func TestStorageFlags(t *testing.T) {
 			fs.SetOutput(io.Discard)
 			var cfg server.Config
 			servers := storageFlags(fs, &cfg)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
+			err := fs.Parse(tc.args)
+			if err == nil {
+				err = checkStorageFlags(fs, &cfg, *servers)
 			}
-			err := checkStorageFlags(fs, &cfg, *servers)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}

@@ -101,18 +101,22 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) healthChecks() []HealthCheck {
-	return []HealthCheck{
+	checks := []HealthCheck{
 		{Name: "ping", Check: func(*http.Request) error { return nil }},
 		{Name: "storage", Check: func(*http.Request) error { return s.ready() }},
-		{Name: "shutdown", ReadyOnly: true, Check: func(*http.Request) error {
-			select {
-			case <-s.shutdown.Done():
-				return fmt.Errorf("server is shutting down")
-			default:
-				return nil
-			}
-		}},
 	}
+	for _, c := range s.cfg.ReadyChecks {
+		c.ReadyOnly = true
+		checks = append(checks, c)
+	}
+	return append(checks, HealthCheck{Name: "shutdown", ReadyOnly: true, Check: func(*http.Request) error {
+		select {
+		case <-s.shutdown.Done():
+			return fmt.Errorf("server is shutting down")
+		default:
+			return nil
+		}
+	}})
 }
 
 // serveVersion answers /version.

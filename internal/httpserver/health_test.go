@@ -3,6 +3,7 @@ package httpserver
 import (
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -10,10 +11,11 @@ import (
 // TestHealth: kube-apiserver's health output, passing and failing, with
 // excluded and unknown checks; the reason of a failure only in the log.
 func TestHealth(t *testing.T) {
-	var ready error
+	var ready, space error
 	logs := &syncBuffer{}
 	p := newInProcess(t, func(c *Config) {
 		c.Ready = func() error { return ready }
+		c.ReadyChecks = []HealthCheck{{Name: "storage-space", Check: func(*http.Request) error { return space }}}
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	for _, tc := range []struct {
@@ -25,9 +27,9 @@ func TestHealth(t *testing.T) {
 		{"/readyz", false, 200, "ok"},
 		{"/livez?verbose", false, 200, "[+]ping ok\n[+]storage ok\nlivez check passed\n"},
 		{"/readyz?verbose&exclude=shutdown&exclude=nope&exclude=etcd", false, 200,
-			"[+]ping ok\n[+]storage ok\n[+]shutdown excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"etcd\",\"nope\"\nreadyz check passed\n"},
+			"[+]ping ok\n[+]storage ok\n[+]storage-space ok\n[+]shutdown excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"etcd\",\"nope\"\nreadyz check passed\n"},
 		{"/readyz/storage", false, 200, "ok"},
-		{"/readyz", true, 500, "[+]ping ok\n[-]storage failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n"},
+		{"/readyz", true, 500, "[+]ping ok\n[-]storage failed: reason withheld\n[+]storage-space ok\n[+]shutdown ok\nreadyz check failed\n"},
 		{"/healthz?exclude=storage", true, 200, "ok"},
 		{"/readyz/storage", true, 500, "internal server error\n"},
 		{"/readyz/ping", true, 200, "ok"},
@@ -43,6 +45,18 @@ func TestHealth(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "etcd at 10.0.0.1:2379 unreachable") {
 		t.Error("the reason of the failure is not in the log")
+	}
+	// A failing ready check fails /readyz alone.
+	ready, space = nil, errors.New("database space exceeded")
+	for target, want := range map[string]string{
+		"/readyz":               "[+]ping ok\n[+]storage ok\n[-]storage-space failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n",
+		"/livez":                "ok",
+		"/healthz":              "ok",
+		"/readyz/storage-space": "internal server error\n",
+	} {
+		if w := p.do("GET", target, "", nil); w.Body.String() != want {
+			t.Errorf("%s with storage-space failing: %d %q, want %q", target, w.Code, w.Body, want)
+		}
 	}
 	// A check that does not exist, or none named, is the API's 404.
 	for _, target := range []string{"/livez/shutdown", "/readyz/", "/healthz/nope"} {

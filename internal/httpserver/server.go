@@ -51,8 +51,12 @@ type Config struct {
 	MaxWatchesPerUser int
 	Version           version.Info
 	// Ready reports whether the server can serve; /readyz fails otherwise.
-	Ready  func() error
-	Logger *slog.Logger
+	Ready func() error
+	// ReadyChecks are further checks of /readyz alone, after "storage":
+	// conditions in which the server still answers, though not every
+	// request (storage refusing writes, say), and /livez stays ok.
+	ReadyChecks []HealthCheck
+	Logger      *slog.Logger
 	// MaxRequestBodyBytes limits request bodies; 0 means kube-apiserver's
 	// 3 MiB.
 	MaxRequestBodyBytes int64

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -75,6 +76,17 @@ type Config struct {
 	// leasehold share it; separate leaseholds on one cluster use different
 	// prefixes.
 	EtcdPrefix string
+	// StorageQuotaBytes bounds the data of the embedded store (keys and
+	// values of the current objects): writes that would grow it beyond
+	// are refused. 0 means embedded.DefaultQuotaBytes, negative no quota.
+	StorageQuotaBytes int64
+	// StorageReserveBytes is the free space the embedded store keeps on
+	// its filesystem: below it, writes other than deletes are refused.
+	// 0 means embedded.DefaultReserveBytes, negative none.
+	StorageReserveBytes int64
+	// StorageFS, when set, is the file system of the embedded store
+	// instead of the operating system's: tests inject disk faults with it.
+	StorageFS vfs.FS
 	// EtcdCompactInterval is how often etcd's history is compacted (the
 	// replicas take turns); 0 means 5 minutes, negative disables it
 	// (kube-apiserver's --etcd-compaction-interval).
@@ -236,6 +248,7 @@ func New(cfg Config) (*Server, error) {
 		MaxWatchesPerUser:           cfg.MaxWatchesPerUser,
 		Version:                     buildinfo.KubeVersion(),
 		Ready:                       s.checkReady,
+		ReadyChecks:                 []httpserver.HealthCheck{s.probe.spaceCheck()},
 		Logger:                      cfg.Logger,
 		WatchWriteTimeout:           cfg.WatchWriteTimeout,
 	})
@@ -294,7 +307,12 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 func openStore(cfg Config) (storage.Interface, string, error) {
 	switch cfg.Storage {
 	case "", StorageEmbedded:
-		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{Logger: cfg.Logger})
+		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{
+			Logger:       cfg.Logger,
+			QuotaBytes:   cfg.StorageQuotaBytes,
+			ReserveBytes: cfg.StorageReserveBytes,
+			FS:           cfg.StorageFS,
+		})
 		return store, "", err
 	case StorageEtcd:
 		prefix, err := etcdPrefix(cfg.EtcdPrefix)
@@ -353,7 +371,10 @@ func (s *Server) checkReady() error {
 
 // Run serves until ctx ends, then shuts down gracefully: the listener
 // closes, watches end cleanly, in-flight requests finish (within
-// ShutdownTimeout), and the store closes after them.
+// ShutdownTimeout), and the store closes after them. If the store fails
+// for good first (an I/O error of the embedded store), Run shuts down the
+// same way within 2 s and returns the failure, for the process to exit
+// and be restarted (see failure.go).
 func (s *Server) Run(ctx context.Context) error {
 	defer s.dirLock.Release()
 	defer s.store.Close()
@@ -365,6 +386,7 @@ func (s *Server) Run(ctx context.Context) error {
 		g.Go(func() error { return run(gctx) })
 	}
 
+	failed := storeFailed(s.store)
 	select {
 	case <-s.reg.Ready():
 	case <-ctx.Done():
@@ -373,6 +395,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	case <-gctx.Done():
 		return g.Wait()
+	case <-failed:
+		cancelBG()
+		_ = g.Wait()
+		return s.storeFailure()
 	}
 	if err := namespacecontroller.EnsureSystem(ctx, s.reg); err != nil {
 		cancelBG()
@@ -385,18 +411,26 @@ func (s *Server) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.ServeTLS(s.listener, "", "") }()
 
+	timeout := s.cfg.ShutdownTimeout
+	var failure error
 	select {
 	case err := <-serveErr:
 		cancelBG()
 		_ = g.Wait()
 		return err
 	case <-ctx.Done():
+		s.log.Info("shutting down")
+	case <-failed:
+		failure = s.storeFailure()
+		timeout = min(timeout, failedShutdownTimeout)
 	}
-	s.log.Info("shutting down")
 	s.api.Shutdown()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err := s.http.Shutdown(sctx)
+	if failure != nil {
+		err = failure
+	}
 	<-serveErr
 	s.waitHandlers(sctx)
 	cancelBG()

@@ -69,13 +69,16 @@ type Interface interface {
 	// returns the stored KeyValue. On a failed precondition it returns a
 	// *ConflictError (errors.Is ErrConflict) that carries the current value,
 	// so that callers can retry without another read. A value larger than
-	// the engine accepts fails with ErrTooLarge.
+	// the engine accepts fails with ErrTooLarge; a write the engine has no
+	// room for, with ErrNoSpace (which etcd reports before looking at the
+	// precondition, the embedded engine after).
 	Put(ctx context.Context, key string, value []byte, expected int64) (KeyValue, error)
 
 	// Delete removes key if its current ModRevision equals expected (which
 	// must be positive). It returns the deleted KeyValue with ModRevision set
 	// to the revision of the delete. A missing key fails with ErrNotFound;
-	// a different revision with a *ConflictError.
+	// a different revision with a *ConflictError. A store out of space
+	// still accepts deletes (etcd too refuses only writes that add data).
 	Delete(ctx context.Context, key string, expected int64) (KeyValue, error)
 
 	// Watch streams every change to keys under prefix with a revision
@@ -113,7 +116,39 @@ var (
 	// ErrUnavailable: the engine cannot serve requests (closed, failed, or
 	// its backend is out of reach).
 	ErrUnavailable = errors.New("storage: unavailable")
+	// ErrNoSpace: the engine refused a write because it is out of space:
+	// at its size quota, or with its disk (nearly) full. Nothing was
+	// written, except by etcd for the one write that crosses its quota:
+	// etcd applies that write, then raises its NOSPACE alarm and answers
+	// it with this error (server/etcdserver/apply/quota.go); later writes
+	// are refused unapplied. Deletes are still accepted, so that space can
+	// be freed through the API, and writes are accepted again once there
+	// is room. Engines return a *NoSpaceError, whose Message says what to
+	// do.
+	ErrNoSpace = errors.New("storage: database space exceeded")
 )
+
+// NoSpaceError is the error of a write refused for lack of space (errors.Is
+// ErrNoSpace). Message is meant for the client and the operator: which
+// limit was reached and what frees it.
+type NoSpaceError struct {
+	Message string
+}
+
+func (e *NoSpaceError) Error() string { return e.Message }
+
+func (e *NoSpaceError) Is(target error) bool { return target == ErrNoSpace }
+
+// SpaceReporter is implemented by engines that can say, without writing,
+// whether they are refusing writes for lack of space; readiness checks
+// use it. It is optional: an engine without it reports ErrNoSpace only
+// from writes.
+type SpaceReporter interface {
+	// NoSpace returns a *NoSpaceError while the engine refuses writes
+	// that would grow it, nil while it accepts them, and another error
+	// when it cannot tell (the engine is unreachable, say).
+	NoSpace(ctx context.Context) error
+}
 
 // ConflictError is returned when a write's precondition fails. Current is
 // the key's present state, nil when the key does not exist.

@@ -37,14 +37,47 @@
 // Failed preconditions consume no revision. A ConflictError's Current is
 // the state the committer checked against, which is the latest.
 //
-// # Fail-stop
+// # Space
 //
-// If a commit or its fsync fails, the engine cannot know what reached the
-// disk, so it stops: that batch's writers get an error wrapping
-// storage.ErrUnavailable, as does every later call, watches end, Err reports
-// the cause and Done is closed. Restarting the process recovers from
-// pebble's write-ahead log. See pebbleLogger for how pebble's own fatal
-// errors are handled.
+// Pebble cannot survive a full disk (a failed WAL write is fatal to its
+// commit pipeline, and a flush that cannot write its table stalls every
+// write behind it), so the committer refuses writes with a
+// storage.NoSpaceError before the disk is full: puts while the data
+// directory's filesystem has less than Options.ReserveBytes free (64 MiB
+// by default), deletes too below half of it; and puts that would grow the
+// live data (keys and records) beyond Options.QuotaBytes (2 GiB). The
+// quota counts data, not files, so a delete frees quota at once. A
+// refused write changes nothing and consumes no revision. The reserve
+// leaves pebble room to flush what was written and to compact; writes
+// resume by themselves once there is room: at the next write, or when
+// NoSpace (readiness) looks again. See space.go.
+//
+// # Faults
+//
+// What the engine does when the disk misbehaves:
+//
+//   - Full (ENOSPC): refused writes as above, before pebble sees it. If
+//     another process takes the reserve and pebble's background work meets
+//     ENOSPC, puts are refused until there is room and pebble retries.
+//   - An I/O error (EIO, or a filesystem turned read-only after errors) in
+//     a commit (a WAL write or fsync) or in pebble's background work (a
+//     flush or compaction writing a table): the engine cannot know what
+//     reached the disk, and after a failed fsync the operating system may
+//     have dropped the pages it could not write, so the store fails for
+//     good ("fail-stop"). The batch's writers get an error wrapping
+//     storage.ErrUnavailable, as does every later call (at once, never
+//     waiting), watches end, Err reports the cause and Done is closed.
+//     Nothing acknowledged is lost: the writes of the failed batch were not
+//     acknowledged, and every acknowledged one is in the WAL. The server
+//     exits when Done closes, so that its supervisor restarts it and pebble
+//     recovers from the WAL at Open: the choice is to exit and restart
+//     rather than to serve reads without writes until someone restarts by
+//     hand. Pebble's own fatal errors outside a commit (a failed MANIFEST
+//     write) end the process at once; see pebbleLogger.
+//   - Slow (fsync taking seconds): writes wait in the queue, each until its
+//     ctx ends; reads do not wait for them (except a Get or List that may
+//     have seen the batch being committed, which waits for that one
+//     fsync). Pebble's disk health checks log operations slower than 5 s.
 //
 // # Reads
 //

@@ -71,7 +71,7 @@ func (f *walFaults) holdSyncs(t *testing.T) (release func()) {
 func openFaulty(t *testing.T, dir string, faults *walFaults) *Store {
 	t.Helper()
 	before := runtime.NumGoroutine()
-	s, err := Open(dir, Options{fs: errorfs.Wrap(vfs.Default, faults)})
+	s, err := Open(dir, Options{FS: errorfs.Wrap(vfs.Default, faults)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -63,9 +64,21 @@ type Options struct {
 	MemTableSize uint64
 	// CacheSize is pebble's block cache size. Default DefaultCacheSize.
 	CacheSize int64
-
-	// fs replaces the file system; tests inject faults with it.
-	fs vfs.FS
+	// QuotaBytes bounds the live data: the keys and values of the current
+	// version of every key (plus a few bytes each). A put that would grow
+	// it beyond the quota fails with storage.ErrNoSpace; puts that do not
+	// grow it and deletes are accepted. The files take about as much
+	// again, plus up to about 4 × MemTableSize of WAL. Default
+	// DefaultQuotaBytes; negative: no quota.
+	QuotaBytes int64
+	// ReserveBytes is the free space kept on the data directory's
+	// filesystem: below it puts fail with storage.ErrNoSpace, below half
+	// of it deletes too. Default DefaultReserveBytes; negative: none
+	// (then a full disk stops the store; see the package documentation).
+	ReserveBytes int64
+	// FS replaces the operating system's file system. Tests inject disk
+	// faults with it (pebble's vfs/errorfs).
+	FS vfs.FS
 }
 
 func (o *Options) setDefaults() error {
@@ -90,8 +103,20 @@ func (o *Options) setDefaults() error {
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
 	}
-	if o.fs == nil {
-		o.fs = vfs.Default
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	switch {
+	case o.QuotaBytes == 0:
+		o.QuotaBytes = DefaultQuotaBytes
+	case o.QuotaBytes < 0:
+		o.QuotaBytes = 0
+	}
+	switch {
+	case o.ReserveBytes == 0:
+		o.ReserveBytes = DefaultReserveBytes
+	case o.ReserveBytes < 0:
+		o.ReserveBytes = 0
 	}
 	return nil
 }
@@ -102,6 +127,10 @@ type Store struct {
 	db   *pebble.DB
 	opts Options
 	log  *slog.Logger
+	// fs is Options.FS with pebble's disk health checks, which
+	// healthChecks stops after pebble is closed.
+	fs           vfs.FS
+	healthChecks io.Closer
 
 	// mu guards closed. Every operation holds the read lock while it
 	// touches pebble or enqueues a write, so that Close (write lock) knows
@@ -122,6 +151,11 @@ type Store struct {
 
 	// hist is the watch history; its newest revision is the committed one.
 	hist *history
+	// space refuses writes before the disk or the quota is full.
+	space *space
+	// bgErrorLog and slowDiskLog limit the log lines of repeating
+	// engine events.
+	bgErrorLog, slowDiskLog logLimiter
 	// committed mirrors hist.newest: the newest revision whose batch is
 	// durable. Revision returns it.
 	committed atomic.Int64
@@ -144,8 +178,11 @@ type Store struct {
 	closeErr  error
 }
 
-// Compile-time check that Store implements the contract.
-var _ storage.Interface = (*Store)(nil)
+// Compile-time checks that Store implements the contract.
+var (
+	_ storage.Interface     = (*Store)(nil)
+	_ storage.SpaceReporter = (*Store)(nil)
+)
 
 // errClosed is the cause recorded by Close.
 var errClosed = errors.New("embedded: store closed")
@@ -169,23 +206,40 @@ func Open(dir string, opts Options) (*Store, error) {
 		reqs:          sync.Pool{New: newWriteReq},
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.space = newSpace(opts.FS, dir, opts.ReserveBytes, opts.QuotaBytes, s.log)
+	s.fs, s.healthChecks = s.healthCheckedFS(opts.FS)
 
 	db, err := openPebble(dir, s.pebbleOptions())
 	if err != nil {
 		s.cancel(err)
+		s.healthChecks.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
 	}
 	s.db = db
 	rev, err := s.initialize()
+	var used int64
+	if err == nil {
+		used, err = measureData(db)
+	}
 	if err != nil {
 		s.cancel(err)
-		return nil, errors.Join(fmt.Errorf("embedded: open %s: %w", dir, err), db.Close())
+		return nil, errors.Join(fmt.Errorf("embedded: open %s: %w", dir, err), s.closeDB())
 	}
+	s.space.used.Store(used)
 	s.hist = newHistory(opts.History, opts.HistoryBytes, rev)
 	s.committed.Store(rev)
 	s.applied.Store(rev)
 	go s.runCommitter(rev)
-	s.log.Info("opened", "dir", dir, "revision", rev)
+	free, freeText := s.space.free(), "unknown"
+	if free >= 0 {
+		freeText = bytesString(free)
+	}
+	s.log.Info("opened", "dir", dir, "revision", rev, "data", bytesString(used), "quota", bytesString(opts.QuotaBytes),
+		"free", freeText, "reserve", bytesString(opts.ReserveBytes))
+	if free >= 0 && free < opts.ReserveBytes {
+		s.log.Warn("the data directory's filesystem has less free space than the storage reserve: writes other than deletes will be refused until there is more",
+			"free", bytesString(free), "reserve", bytesString(opts.ReserveBytes))
+	}
 	return s, nil
 }
 
@@ -317,6 +371,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDB() (err error) {
+	defer s.healthChecks.Close()
 	defer recoverFatal(&err)
 	return s.db.Close()
 }

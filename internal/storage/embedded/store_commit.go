@@ -26,6 +26,9 @@ type committer struct {
 	s   *Store
 	rev int64 // newest committed revision; only the committer changes it
 
+	// space is the batch's view of the store's space.
+	space batchSpace
+
 	// Reused from batch to batch.
 	reqs    []*writeReq
 	events  []storage.Event
@@ -37,6 +40,14 @@ type committer struct {
 type current struct {
 	kv     storage.KeyValue
 	exists bool
+}
+
+// size is what the key counts in the live data (0 when it does not exist).
+func (cur current) size(key string) int64 {
+	if !cur.exists {
+		return 0
+	}
+	return dataSize(key, recordSize(cur.kv))
 }
 
 func (s *Store) runCommitter(rev int64) {
@@ -92,6 +103,7 @@ func (c *committer) commit() {
 
 	b := s.db.NewBatch()
 	defer b.Close()
+	c.space = s.space.begin()
 	rev := c.rev
 	for _, r := range c.reqs {
 		next, err := c.apply(b, r, rev)
@@ -106,7 +118,9 @@ func (c *committer) commit() {
 		rev = next
 	}
 	if rev == c.rev {
-		return // only failed preconditions: nothing to write
+		// Only failed preconditions or refusals: nothing to write.
+		s.space.committed(&c.space)
+		return
 	}
 
 	if err := b.Set(revisionKey, encodeRevision(rev), nil); err != nil {
@@ -126,6 +140,7 @@ func (c *committer) commit() {
 		return
 	}
 	c.rev = rev
+	s.space.committed(&c.space)
 	// committed must move before the history wakes its waiters: they
 	// re-check it once woken.
 	s.committed.Store(rev)
@@ -151,12 +166,15 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		if r.expected == 0 && cur.exists || r.expected != 0 && (!cur.exists || cur.kv.ModRevision != r.expected) {
 			return rev, conflict(r, cur)
 		}
-		rev++
-		kv := storage.KeyValue{Key: r.key, Value: r.value, CreateRevision: rev, ModRevision: rev}
+		kv := storage.KeyValue{Key: r.key, Value: r.value, CreateRevision: rev + 1, ModRevision: rev + 1}
 		if cur.exists {
 			kv.CreateRevision = cur.kv.CreateRevision
 		}
 		c.record = appendRecord(c.record[:0], kv.CreateRevision, kv.ModRevision, kv.Value)
+		if err := c.s.space.checkPut(&c.space, r.key, len(c.record), cur.size(r.key)); err != nil {
+			return rev, err
+		}
+		rev++
 		if err := b.Set([]byte(r.key), c.record, nil); err != nil {
 			return rev - 1, fmt.Errorf("%w: %w", errBatch, err)
 		}
@@ -169,6 +187,9 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		}
 		if cur.kv.ModRevision != r.expected {
 			return rev, conflict(r, cur)
+		}
+		if err := c.s.space.checkDelete(&c.space, r.key, cur.size(r.key)); err != nil {
+			return rev, err
 		}
 		rev++
 		if err := b.Delete([]byte(r.key), nil); err != nil {

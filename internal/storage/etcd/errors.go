@@ -32,7 +32,9 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 			return fmt.Errorf("etcd: %s: %w", op, ctx.Err())
 		}
 	}
-	return wrapErr(op, err)
+	err = wrapErr(op, err)
+	s.noteErr(err)
+	return err
 }
 
 // wrapErr maps an error that is not explained by the request's context.
@@ -43,10 +45,14 @@ func wrapErr(op string, err error) error {
 	case errors.Is(err, rpctypes.ErrRequestTooLarge):
 		return fmt.Errorf("etcd: %s: %w: %v", op, storage.ErrTooLarge, err)
 	case errors.Is(err, rpctypes.ErrNoSpace):
-		// A persistent condition that needs an operator (compaction,
-		// defragmentation, disarming the alarm): an internal error, as
-		// kube-apiserver answers it.
-		return fmt.Errorf("etcd: %s: %w", op, err)
+		// etcd's quota (--quota-backend-bytes) is reached and its NOSPACE
+		// alarm raised: it serves reads and deletes only, until an
+		// operator compacts, defragments and disarms the alarm. Clients
+		// get etcd's words, as kube-apiserver passes them through. The
+		// write that crossed the quota was applied nonetheless
+		// (etcdserver/apply/quota.go): its outcome, like a timeout's, is
+		// unknown to the caller.
+		return fmt.Errorf("etcd: %s: %w", op, &storage.NoSpaceError{Message: rpctypes.ErrorDesc(err)})
 	case errors.Is(err, rpctypes.ErrTooManyRequests):
 		return fmt.Errorf("etcd: %s: %w: %v", op, storage.ErrUnavailable, err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -31,7 +31,7 @@ func TestWrapErr(t *testing.T) {
 		{"request too large", rpctypes.ErrRequestTooLarge, storage.ErrTooLarge},
 		{"client send limit", status.Error(codes.ResourceExhausted, "trying to send message larger than max (3145800 vs. 2097152)"), storage.ErrTooLarge},
 		{"server receive limit", status.Error(codes.ResourceExhausted, "grpc: received message larger than max (3145800 vs. 2097152)"), storage.ErrTooLarge},
-		{"no space", rpctypes.ErrNoSpace, nil},
+		{"no space", rpctypes.ErrNoSpace, storage.ErrNoSpace},
 		{"too many requests", rpctypes.ErrTooManyRequests, storage.ErrUnavailable},
 		{"no leader", rpctypes.ErrNoLeader, storage.ErrUnavailable},
 		{"leader changed", rpctypes.ErrLeaderChanged, storage.ErrUnavailable},
@@ -45,7 +45,7 @@ func TestWrapErr(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := wrapErr("op", tc.err)
-			for _, sentinel := range []error{storage.ErrCompacted, storage.ErrTooLarge, storage.ErrUnavailable, storage.ErrNotFound, storage.ErrConflict} {
+			for _, sentinel := range []error{storage.ErrCompacted, storage.ErrTooLarge, storage.ErrUnavailable, storage.ErrNotFound, storage.ErrConflict, storage.ErrNoSpace} {
 				if is, want := errors.Is(got, sentinel), sentinel == tc.want; is != want {
 					t.Errorf("wrapErr(%v) = %v: errors.Is(%v) = %v, want %v", tc.err, got, sentinel, is, want)
 				}
@@ -150,5 +150,13 @@ func TestListPages(t *testing.T) {
 		if d := cmp.Diff(wantKVs, res.KVs, cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("List at %d (-etcd at that revision +list):\n%s", res.Revision, d)
 		}
+	}
+}
+
+// TestNoSpaceMessage: clients see etcd's own words, as kube-apiserver's.
+func TestNoSpaceMessage(t *testing.T) {
+	var ns *storage.NoSpaceError
+	if err := wrapErr("put", rpctypes.ErrNoSpace); !errors.As(err, &ns) || ns.Message != "etcdserver: mvcc: database space exceeded" {
+		t.Errorf("wrapErr(ErrNoSpace) = %v, want a NoSpaceError with etcd's message", err)
 	}
 }

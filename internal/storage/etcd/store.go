@@ -168,9 +168,13 @@ type Store struct {
 	cancel context.CancelCauseFunc
 
 	progress progress
+	space    noSpace
 }
 
-var _ storage.Interface = (*Store)(nil)
+var (
+	_ storage.Interface     = (*Store)(nil)
+	_ storage.SpaceReporter = (*Store)(nil)
+)
 
 // Open connects to the etcd cluster and checks, within ctx and
 // Options.DialTimeout, that it answers a linearizable read, so that a wrong
