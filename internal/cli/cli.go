@@ -37,7 +37,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		v := buildinfo.KubeVersion()
-		fmt.Fprintf(stdout, "leasehold %s (Kubernetes API %s, %s)\n", buildinfo.Version, v.GitVersion, v.GoVersion)
+		commit := "commit unknown (built without VCS information)"
+		if v.GitCommit != "" {
+			commit = "commit " + v.GitCommit + ", " + v.GitTreeState + " tree"
+		}
+		fmt.Fprintf(stdout, "leasehold %s (%s; Kubernetes API %s; %s %s)\n", buildinfo.Version, commit, v.GitVersion, v.GoVersion, v.Platform)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
