@@ -160,6 +160,8 @@ check_fail_quorum() {
   grep -q '"name": "my-lease"' "$OUT" || fail "cached read did not answer"
   grep -q 'readyz check failed' "$OUT" || fail "readyz did not fail"
   [ "$(grep -c ',DOWN,' "$OUT")" = 3 ] || fail "not every replica out of rotation: $(grep '^r' "$OUT")"
+  grep -q '^closed by the load balancer$' "$OUT" || fail "the load balancer answered with no replica in rotation"
+  grep -q 'backend replicas has no server available' "$D/haproxy.log" || fail "haproxy did not log that it had no replica left"
   wait_for 15 "all three replicas back in rotation" in_rotation 3
 }
 check_teardown() {
