@@ -27,7 +27,14 @@ type Env struct {
 	Configs []*rest.Config
 	// PID, when non-zero, is the server process, sampled for CPU and RSS.
 	PID int
+	// Out receives the results.
 	Out io.Writer
+	// Progress, when not nil, receives reports of how a scenario is going
+	// while it runs: one line redrawn in place when Live (a terminal),
+	// else a plain line every ProgressInterval (10 s when 0).
+	Progress         io.Writer
+	Live             bool
+	ProgressInterval time.Duration
 }
 
 // NewEnv loads a kubeconfig, or several separated by commas: the

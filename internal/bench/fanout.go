@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -75,9 +76,15 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 			}
 		}()
 	}
+	var nconnected atomic.Int64
+	prog := e.startProgress(func() string {
+		return fmt.Sprintf("fanout: %d of %d watchers connected", nconnected.Load(), fc.Watchers)
+	})
+	defer prog.Stop()
 	for range fc.Watchers {
 		select {
 		case <-connected:
+			nconnected.Add(1)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(60 * time.Second):
@@ -88,12 +95,19 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 	if fc.Protobuf {
 		enc = "protobuf"
 	}
+	prog.Stop()
 	fmt.Fprintf(e.Out, "fanout: %d %s watchers connected; %d addresses; %.1f updates/s for %v\n", fc.Watchers, enc, fc.Addresses, fc.Rate, fc.Duration)
 
 	acks := map[int64]time.Time{}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / fc.Rate))
 	defer tick.Stop()
-	end := time.Now().Add(fc.Duration)
+	start := time.Now()
+	end := start.Add(fc.Duration)
+	var updates atomic.Int64
+	prog = e.startProgress(func() string {
+		return fmt.Sprintf("fanout: %v of %v, %d updates", time.Since(start).Truncate(time.Second), fc.Duration, updates.Load())
+	})
+	defer prog.Stop()
 	for seq := 1; time.Now().Before(end); seq++ {
 		<-tick.C
 		next := fanoutEndpoints(fc.Addresses, seq)
@@ -104,8 +118,10 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 		}
 		rv, _ := strconv.ParseInt(cur.ResourceVersion, 10, 64)
 		acks[rv] = time.Now()
+		updates.Add(1)
 		proc.Sample()
 	}
+	prog.Stop()
 	// Let the last events arrive.
 	time.Sleep(2 * time.Second)
 	stopWatchers()

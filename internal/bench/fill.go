@@ -22,6 +22,10 @@ func Fill(ctx context.Context, e *Env, namespace string, n, clients int) error {
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
+	prog := e.startProgress(func() string {
+		return fmt.Sprintf("fill: %d of %d leases, %s", done.Load(), n, rate(done.Load(), time.Since(start)))
+	})
+	defer prog.Stop()
 	for w := range clients {
 		c, err := e.clientFor(w)
 		if err != nil {
@@ -49,8 +53,12 @@ func Fill(ctx context.Context, e *Env, namespace string, n, clients int) error {
 		}()
 	}
 	wg.Wait()
+	prog.Stop()
 	if firstErr != nil {
 		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	el := time.Since(start)
 	fmt.Fprintf(e.Out, "fill: %d leases in %v with %d clients (%.0f creates/s)\n", n, el.Round(time.Millisecond), clients, float64(n)/el.Seconds())

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -48,26 +49,35 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 		n, err := io.Copy(io.Discard, resp.Body)
 		return n, "", err
 	}
+	var phase atomic.Value // string: what is being timed
+	phase.Store("starting")
 	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
 		for _, encoding := range []string{"identity", "gzip"} {
 			var lat Latencies
 			var size int64
-			for range rounds {
+			prog := e.startProgress(func() string { return "list: " + phase.Load().(string) })
+			for r := range rounds {
+				phase.Store(fmt.Sprintf("whole, %s, %s: round %d of %d", accept, encoding, r+1, rounds))
 				t := time.Now()
 				if size, _, err = get("", accept, encoding); err != nil {
+					prog.Stop()
 					return err
 				}
 				lat = append(lat, time.Since(t))
 			}
+			prog.Stop()
 			fmt.Fprintf(e.Out, "list %s whole, %s (%.1f MiB): %s\n", accept, encoding, float64(size)/(1<<20), lat)
 		}
 	}
 	var lat Latencies
 	pages := 0
-	for range rounds {
+	prog := e.startProgress(func() string { return "list: " + phase.Load().(string) })
+	defer prog.Stop()
+	for r := range rounds {
 		t := time.Now()
 		cont := ""
-		for {
+		for page := 1; ; page++ {
+			phase.Store(fmt.Sprintf("in pages of %d: round %d of %d, page %d", pageSize, r+1, rounds, page))
 			q := fmt.Sprintf("?limit=%d", pageSize)
 			if cont != "" {
 				q += "&continue=" + cont
@@ -82,6 +92,7 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 		}
 		lat = append(lat, time.Since(t))
 	}
+	prog.Stop()
 	fmt.Fprintf(e.Out, "list application/json in pages of %d (%d pages): %s\n", pageSize, pages/rounds, lat)
 	return nil
 }

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -14,9 +16,14 @@ import (
 // Renew has each of clients hold leases/clients leases and renew them as
 // fast as it can for duration, as leader-election holders do (an update
 // carrying the last resourceVersion), and reports the renew rate and
-// latency. The leases are the ones Fill creates. With several servers the
-// clients are spread over them, and each server's share is reported too.
+// latency. The leases are the ones Fill creates: Renew does not create
+// them (creating is Fill's measurement), and answers ErrNotFilled when the
+// first or the last is missing. With several servers the clients are
+// spread over them, and each server's share is reported too.
 func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, duration time.Duration) error {
+	if err := checkFilled(ctx, e, namespace, leases); err != nil {
+		return err
+	}
 	proc := StartSampling(e.PID)
 	servers := max(len(e.Configs), 1)
 	var mu sync.Mutex
@@ -24,7 +31,14 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 	perServer := make([]Latencies, servers)
 	var firstErr error
 	var wg sync.WaitGroup
-	end := time.Now().Add(duration)
+	var renews atomic.Int64
+	start := time.Now()
+	end := start.Add(duration)
+	prog := e.startProgress(func() string {
+		el := time.Since(start)
+		return fmt.Sprintf("renew: %v of %v, %d renews, %s", el.Truncate(time.Second), duration, renews.Load(), rate(renews.Load(), el))
+	})
+	defer prog.Stop()
 	for w := range clients {
 		c, err := e.clientFor(w)
 		if err != nil {
@@ -51,6 +65,9 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 				if l == nil {
 					var err error
 					if l, err = api.Get(ctx, name, metav1.GetOptions{}); err != nil {
+						if apierrors.IsNotFound(err) {
+							err = notFilled(namespace, leases, name)
+						}
 						mu.Lock()
 						firstErr = err
 						mu.Unlock()
@@ -72,11 +89,13 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 					return
 				}
 				lat = append(lat, time.Since(t))
+				renews.Add(1)
 				held[name] = out
 			}
 		}()
 	}
 	wg.Wait()
+	prog.Stop()
 	if firstErr != nil {
 		return firstErr
 	}
@@ -91,4 +110,33 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 		fmt.Fprintln(e.Out, proc.Report())
 	}
 	return nil
+}
+
+// ErrNotFilled is the error of a scenario that needs the leases Fill
+// creates when they are not there.
+var ErrNotFilled = errors.New("the leases are not there")
+
+// checkFilled makes sure the first and the last of the leases scenario
+// Fill creates exist in namespace.
+func checkFilled(ctx context.Context, e *Env, namespace string, leases int) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	for _, i := range []int{0, leases - 1} {
+		name := fmt.Sprintf("lease-%06d", i)
+		_, err := c.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return notFilled(namespace, leases, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func notFilled(namespace string, leases int, missing string) error {
+	return fmt.Errorf("%w: lease %s/%s not found; create them first: leasehold bench fill --namespace %s --leases %d (and the same --kubeconfig)",
+		ErrNotFilled, namespace, missing, namespace, leases)
 }

@@ -44,7 +44,21 @@ func KubeVersion() version.Info {
 	}
 }
 
+// The commit and tree state of the source, set by the linker when the
+// build says so (tools/deb: -ldflags "-X ...linkedCommit=HASH -X
+// ...linkedTreeState=clean"). go build stamps them itself with -buildvcs,
+// but not in a git worktree (cmd/go takes only a .git directory for a
+// repository, and a worktree has a .git file) nor when GOFLAGS turns it
+// off; the linked values win when set.
+var (
+	linkedCommit    string
+	linkedTreeState string // "clean" or "dirty"
+)
+
 func vcs() (commit string, dirty bool) {
+	if linkedCommit != "" {
+		return linkedCommit, linkedTreeState == "dirty"
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "", false

@@ -2,10 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/leasehold/leasehold/internal/bench"
 )
@@ -43,7 +48,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rounds := fs.Int("rounds", 10, "repetitions")
 		run = func(e *bench.Env) error { return bench.List(ctx, e, *namespace, *page, *rounds) }
 	case "renew":
-		n := fs.Int("leases", 1000, "leases to renew (created by fill)")
+		n := fs.Int("leases", 1000, "leases to renew: lease-000000 on, created by fill first (renew does not create them)")
 		clients := fs.Int("clients", 64, "parallel holders")
 		d := fs.Duration("duration", 10*time.Second, "how long to renew")
 		run = func(e *bench.Env) error { return bench.Renew(ctx, e, *namespace, *n, *clients, *d) }
@@ -72,11 +77,47 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("unknown scenario %q", args[0])
 	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // as serve -h: help asked for is not an error
+		}
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var bad []string
+	fs.VisitAll(func(f *flag.Flag) {
+		switch v := f.Value.(flag.Getter).Get().(type) {
+		case int:
+			if v <= 0 && f.Name != "server-pid" {
+				bad = append(bad, "--"+f.Name)
+			}
+		case float64:
+			if v <= 0 {
+				bad = append(bad, "--"+f.Name)
+			}
+		case time.Duration:
+			if v <= 0 {
+				bad = append(bad, "--"+f.Name)
+			}
+		}
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%s must be positive", strings.Join(bad, ", "))
 	}
 	e, err := bench.NewEnv(*kubeconfig, *pid, stdout)
 	if err != nil {
 		return err
 	}
+	// Progress goes to stderr, redrawn in place on a terminal and as a
+	// line every 10 s otherwise, so that stdout keeps only the results.
+	e.Progress = stderr
+	e.Live = isTerminal(stderr)
 	return run(e)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

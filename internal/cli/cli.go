@@ -21,7 +21,8 @@ Usage:
   leasehold bench <scenario> load-test a running server (fill, list, renew, fanout, overload)
   leasehold version         print the version
 
-Run "leasehold serve -h" for the server's flags.
+Run "leasehold serve -h" for the server's flags; "leasehold serve --config FILE"
+takes them from a YAML file (key: the flag name without dashes).
 `
 
 // Run runs the command line args (without the program name).
@@ -37,7 +38,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		v := buildinfo.KubeVersion()
-		fmt.Fprintf(stdout, "leasehold %s (Kubernetes API %s, %s)\n", buildinfo.Version, v.GitVersion, v.GoVersion)
+		commit := "commit unknown (built without VCS information)"
+		if v.GitCommit != "" {
+			commit = "commit " + v.GitCommit + ", " + v.GitTreeState + " tree"
+		}
+		fmt.Fprintf(stdout, "leasehold %s (%s; Kubernetes API %s; %s %s)\n", buildinfo.Version, commit, v.GitVersion, v.GoVersion, v.Platform)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -49,44 +54,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg server.Config
-	var logLevel string
-	fs.StringVar(&cfg.DataDir, "data-dir", "./leasehold-data", "directory for the store, certificates and admin.kubeconfig")
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to serve HTTPS on")
-	fs.BoolVar(&cfg.CoordinatedLeaderElection, "coordinated-leader-election", true,
-		"keep and validate Lease spec.strategy and spec.preferredHolder (false drops them, as kube-apiserver does by default)")
-	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
-	minRequestTimeout := fs.Int("min-request-timeout", 1800,
-		"seconds: the shortest life of a watch without timeoutSeconds; each ends cleanly after a random time between this and twice this, as kube-apiserver's flag")
-	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	etcdServers := storageFlags(fs, &cfg)
-	securityFlags(fs, &cfg)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	cfg, level, err := parseServe(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if *minRequestTimeout <= 0 {
-		return errors.New("--min-request-timeout must be positive")
-	}
-	cfg.MinRequestTimeout = time.Duration(*minRequestTimeout) * time.Second
-	if err := checkStorageFlags(fs, &cfg, *etcdServers); err != nil {
-		return err
-	}
-	if err := checkSecurityFlags(&cfg); err != nil {
-		return err
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: logAttrs(stderr)}))
 	cfg.Logger = log
 	setMemoryLimit(log)
 
@@ -94,14 +69,92 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The service manager (systemd, Type=notify) hears READY=1 once the
+	// server serves and STOPPING=1 as soon as it begins to shut down.
+	stopped := make(chan struct{}) // closed when Run returns
+	notified := make(chan struct{})
 	go func() {
+		defer close(notified)
 		select {
 		case <-srv.Ready():
 			log.Info("leasehold is serving; to use it: export KUBECONFIG="+srv.Kubeconfig(), "url", srv.URL(), "version", buildinfo.Version)
+			notify(log, "READY=1\nSTATUS=serving on "+srv.URL())
 		case <-ctx.Done():
+			return
+		case <-stopped:
+			return
+		}
+		select {
+		case <-ctx.Done():
+			notify(log, "STOPPING=1\nSTATUS=shutting down: finishing the requests in flight")
+		case <-stopped:
 		}
 	}()
-	return srv.Run(ctx)
+	err = srv.Run(ctx)
+	close(stopped)
+	<-notified
+	return err
+}
+
+// serveFlags are serve's flags and what they set.
+type serveFlags struct {
+	fs          *flag.FlagSet
+	cfg         server.Config
+	logLevel    string
+	configFile  string
+	etcdServers *string
+	// minRequestTimeout is in seconds, as kube-apiserver's flag.
+	minRequestTimeout int
+}
+
+func newServeFlags(stderr io.Writer) *serveFlags {
+	s := &serveFlags{fs: flag.NewFlagSet("serve", flag.ContinueOnError)}
+	fs, cfg := s.fs, &s.cfg
+	fs.SetOutput(stderr)
+	fs.StringVar(&s.configFile, configFlag, "", "YAML file of flags: each key a flag name without the dashes (data-dir: /var/lib/leasehold); flags on the command line override it")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./leasehold-data", "directory for the store, certificates and admin.kubeconfig")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to serve HTTPS on")
+	fs.BoolVar(&cfg.CoordinatedLeaderElection, "coordinated-leader-election", true,
+		"keep and validate Lease spec.strategy and spec.preferredHolder (false drops them, as kube-apiserver does by default)")
+	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
+	fs.IntVar(&s.minRequestTimeout, "min-request-timeout", 1800,
+		"seconds: the shortest life of a watch without timeoutSeconds; each ends cleanly after a random time between this and twice this, as kube-apiserver's flag")
+	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	s.etcdServers = storageFlags(fs, cfg)
+	securityFlags(fs, cfg)
+	return s
+}
+
+// parseServe turns serve's command line, and the configuration file it
+// names with --config, into the server's configuration and log level.
+func parseServe(args []string, stderr io.Writer) (server.Config, slog.Level, error) {
+	s := newServeFlags(stderr)
+	var level slog.Level
+	if err := s.fs.Parse(args); err != nil {
+		return s.cfg, level, err
+	}
+	if s.fs.NArg() > 0 {
+		return s.cfg, level, fmt.Errorf("unexpected arguments: %v", s.fs.Args())
+	}
+	if s.configFile != "" {
+		if err := applyConfigFile(s.fs, s.configFile); err != nil {
+			return s.cfg, level, err
+		}
+	}
+	if s.minRequestTimeout <= 0 {
+		return s.cfg, level, errors.New("--min-request-timeout must be positive")
+	}
+	s.cfg.MinRequestTimeout = time.Duration(s.minRequestTimeout) * time.Second
+	if err := checkStorageFlags(s.fs, &s.cfg, *s.etcdServers); err != nil {
+		return s.cfg, level, err
+	}
+	if err := checkSecurityFlags(&s.cfg); err != nil {
+		return s.cfg, level, err
+	}
+	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
+		return s.cfg, level, fmt.Errorf("--log-level: %w", err)
+	}
+	return s.cfg, level, nil
 }
 
 // securityFlags defines the authentication, authorization and limit

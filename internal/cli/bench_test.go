@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/leasehold/leasehold/internal/bench"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+// TestHelpIsNotAnError: "-h" prints the flags and succeeds (exit status
+// 0), for serve and every bench scenario.
+func TestHelpIsNotAnError(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "-h"},
+		{"bench", "fill", "-h"},
+		{"bench", "list", "--help"},
+		{"bench", "renew", "-h"},
+		{"bench", "fanout", "-h"},
+		{"bench", "-h"},
+		{"-h"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := Run(t.Context(), args, &stdout, &stderr); err != nil {
+				t.Fatalf("error %v; stderr:\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stdout.String()+stderr.String(), "Usage") {
+				t.Errorf("no usage printed:\n%s%s", stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+func TestBenchRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "renew", "--leases", "0"},
+		{"bench", "fanout", "--rate", "0"},
+		{"bench", "renew", "--duration", "-1s"},
+		{"bench", "fill", "extra"},
+	} {
+		if err := Run(t.Context(), args, io.Discard, io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestBenchRenewNeedsFill: renew before fill says to run fill first; after
+// fill it renews, with the results alone on stdout.
+func TestBenchRenewNeedsFill(t *testing.T) {
+	srv := testserver.Start(t)
+	kc := []string{"--kubeconfig", srv.Kubeconfig(), "--namespace", "default"}
+	renew := append([]string{"bench", "renew", "--leases", "20", "--clients", "2", "--duration", "500ms"}, kc...)
+
+	var stdout, stderr bytes.Buffer
+	err := Run(t.Context(), renew, &stdout, &stderr)
+	if !errors.Is(err, bench.ErrNotFilled) || !strings.Contains(err.Error(), "leasehold bench fill --namespace default --leases 20") {
+		t.Fatalf("renew before fill: %v, want the advice to run fill first", err)
+	}
+
+	if err := Run(t.Context(), append([]string{"bench", "fill", "--leases", "10", "--clients", "2"}, kc...), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// Half filled is not filled: lease-000019 is missing.
+	if err := Run(t.Context(), renew, io.Discard, io.Discard); !errors.Is(err, bench.ErrNotFilled) || !strings.Contains(err.Error(), "lease-000019") {
+		t.Fatalf("renew after a smaller fill: %v", err)
+	}
+
+	if err := Run(t.Context(), append([]string{"bench", "fill", "--leases", "20", "--clients", "2"}, kc...), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := Run(t.Context(), renew, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !strings.HasPrefix(out, "renew: 2 clients over 20 leases: ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("renew output:\n%s", out)
+	}
+}
