@@ -1,0 +1,225 @@
+//go:build unix
+
+// Package locktest runs `leasehold lock` and `leasehold elect` as real
+// processes for tests: it builds the leasehold binary and test/lockchild
+// (the command the tests run under a lease) once per test binary, starts
+// processes, and collects their output and exit codes. Only tests import
+// it.
+package locktest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fast are election flags for tests: 3 s leases renewed every 100 ms, with
+// a 2 s renew deadline (long enough for a loaded machine running a server
+// under the race detector).
+var Fast = []string{"--lease-duration=3s", "--renew-deadline=2s", "--retry-period=100ms"}
+
+// LeaseDuration is Fast's lease duration.
+const LeaseDuration = 3 * time.Second
+
+// Binaries are the programs the tests run.
+type Binaries struct {
+	// Leasehold is cmd/leasehold; Child is test/lockchild.
+	Leasehold, Child string
+}
+
+// build builds the binaries once per test binary. (Package state, on
+// purpose: building once per test binary is the point.)
+var build = sync.OnceValues(func() (Binaries, error) {
+	dir, err := os.MkdirTemp("", "leasehold-locktest")
+	if err != nil {
+		return Binaries{}, err
+	}
+	b := Binaries{Leasehold: filepath.Join(dir, "leasehold"), Child: filepath.Join(dir, "lockchild")}
+	for pkg, out := range map[string]string{
+		"github.com/leasehold/leasehold/cmd/leasehold":  b.Leasehold,
+		"github.com/leasehold/leasehold/test/lockchild": b.Child,
+	} {
+		if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			return Binaries{}, fmt.Errorf("go build %s: %v: %s", pkg, err, msg)
+		}
+	}
+	return b, nil
+})
+
+// Build returns the binaries, building them on first use.
+func Build(t testing.TB) Binaries {
+	t.Helper()
+	b, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Proc is a running leasehold process.
+type Proc struct {
+	name           string
+	cmd            *exec.Cmd
+	Stdout, Stderr *Buffer
+	done           chan struct{} // closed when the process has exited
+	started        time.Time
+	exited         time.Time // valid once done is closed
+}
+
+// Start starts the leasehold binary with args; the process is killed when
+// the test ends, and its output logged if the test failed.
+func Start(t testing.TB, bin string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{
+		name:   strings.Join(args, " "),
+		cmd:    exec.Command(bin, args...),
+		Stdout: &Buffer{},
+		Stderr: &Buffer{},
+		done:   make(chan struct{}),
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.Stdout, p.Stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait() // ProcessState says the rest
+		p.exited = time.Now()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("leasehold %s\nstdout:\n%s\nstderr:\n%s", p.name, p.Stdout, p.Stderr)
+		}
+	})
+	return p
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Started is when the process was started.
+func (p *Proc) Started() time.Time { return p.started }
+
+// Pid is the process's pid.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Wait waits up to timeout for the process to exit and returns its exit
+// code and when it exited.
+func (p *Proc) Wait(t testing.TB, timeout time.Duration) (int, time.Time) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		t.Fatalf("leasehold %s still runs after %v\nstderr:\n%s", p.name, timeout, p.Stderr)
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("leasehold %s died of %v\nstderr:\n%s", p.name, ws.Signal(), p.Stderr)
+	}
+	return p.cmd.ProcessState.ExitCode(), p.exited
+}
+
+// Buffer collects a process's output; safe for one writer and readers.
+type Buffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Lines are the complete lines written so far.
+func (b *Buffer) Lines() []string {
+	s := b.String()
+	i := strings.LastIndexByte(s, '\n')
+	if i < 0 {
+		return nil
+	}
+	return strings.Split(s[:i], "\n")
+}
+
+// WaitFor polls cond every 10 ms until it holds, failing the test with what
+// when timeout passes first.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Started is what test/lockchild writes to DIR/started.
+type Started struct {
+	Token, Identity, Lease string
+	Pid, Grandchild        int
+	// At is when the file was first seen.
+	At time.Time
+}
+
+// WaitStarted waits for DIR/started, for up to timeout.
+func WaitStarted(t testing.TB, dir string, timeout time.Duration) Started {
+	t.Helper()
+	var s Started
+	WaitFor(t, timeout, "the command to start", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "started"))
+		if err != nil {
+			return false
+		}
+		s.At = time.Now()
+		f := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(f) != 5 {
+			t.Fatalf("started: %q", b)
+		}
+		s.Token, s.Identity, s.Lease = f[0], f[1], f[2]
+		if _, err := fmt.Sscan(f[3]+" "+f[4], &s.Pid, &s.Grandchild); err != nil {
+			t.Fatalf("started: %q: %v", b, err)
+		}
+		return true
+	})
+	return s
+}
+
+// Gone reports whether process pid has exited (a zombie counts as
+// exited).
+func Gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
