@@ -77,7 +77,11 @@ func TestLockExcludes(t *testing.T) {
 		wg.Go(func() {
 			for range rounds {
 				p := e.lock("excl", nil, "exclusive", dir, "20ms")
-				code, _ := p.Wait(t, time.Minute)
+				code, err := p.Code(time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				mu.Lock()
 				codes[code]++
 				mu.Unlock()

@@ -3,9 +3,11 @@
 // Command lockchild is the command the tests of `leasehold lock` run under
 // a lease. Its first argument says what it does:
 //
-//	exclusive DIR HOLD  exit 99 if another lockchild holds the flock on
+//	exclusive DIR HOLD [MARK]
+//	                    exit 99 if another lockchild holds the flock on
 //	                    DIR/excl; else append $LEASEHOLD_FENCING_TOKEN to
-//	                    DIR/tokens, hold the flock for HOLD, and exit 0
+//	                    DIR/tokens, write DIR/MARK if given, hold the flock
+//	                    for HOLD, and exit 0
 //	exit N              exit N
 //	kill-self           die of SIGKILL
 //	wait DIR            write DIR/started, then wait for SIGINT (exit 42)
@@ -36,7 +38,11 @@ func main() {
 	args := os.Args[2:]
 	switch os.Args[1] {
 	case "exclusive":
-		exclusive(args[0], args[1])
+		mark := ""
+		if len(args) > 2 {
+			mark = args[2]
+		}
+		exclusive(args[0], args[1], mark)
 	case "exit":
 		n, err := strconv.Atoi(args[0])
 		if err != nil {
@@ -57,7 +63,7 @@ func main() {
 	}
 }
 
-func exclusive(dir, hold string) {
+func exclusive(dir, hold, mark string) {
 	d, err := time.ParseDuration(hold)
 	if err != nil {
 		fail(err.Error())
@@ -77,6 +83,9 @@ func exclusive(dir, hold string) {
 	}
 	if _, err := fmt.Fprintln(tokens, os.Getenv("LEASEHOLD_FENCING_TOKEN")); err != nil {
 		fail(err.Error())
+	}
+	if mark != "" {
+		writeFile(filepath.Join(dir, mark), os.Getenv("LEASEHOLD_FENCING_TOKEN"))
 	}
 	time.Sleep(d)
 }

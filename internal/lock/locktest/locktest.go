@@ -74,7 +74,9 @@ type Proc struct {
 }
 
 // Start starts the leasehold binary with args; the process is killed when
-// the test ends, and its output logged if the test failed.
+// the test ends, and its output logged if the test failed. It may be
+// called from any goroutine: if the process does not start, the test
+// fails (t.Error) and Code reports an error.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{
@@ -87,7 +89,9 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	p.cmd.Stdout, p.cmd.Stderr = p.Stdout, p.Stderr
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		t.Errorf("starting leasehold %s: %v", p.name, err)
+		close(p.done)
+		return p
 	}
 	go func() {
 		_ = p.cmd.Wait() // ProcessState says the rest
@@ -95,7 +99,7 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 		close(p.done)
 	}()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill() // the test is over: whatever still runs goes
 		<-p.done
 		if t.Failed() {
 			t.Logf("leasehold %s\nstdout:\n%s\nstderr:\n%s", p.name, p.Stdout, p.Stderr)
@@ -122,18 +126,32 @@ func (p *Proc) Signal(t testing.TB, sig os.Signal) {
 }
 
 // Wait waits up to timeout for the process to exit and returns its exit
-// code and when it exited.
+// code and when it exited; it fails the test (t.Fatal) if the process
+// does not exit or dies of a signal.
 func (p *Proc) Wait(t testing.TB, timeout time.Duration) (int, time.Time) {
 	t.Helper()
+	code, err := p.Code(timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, p.exited
+}
+
+// Code waits up to timeout for the process to exit and returns its exit
+// code; for use in goroutines other than the test's.
+func (p *Proc) Code(timeout time.Duration) (int, error) {
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		t.Fatalf("leasehold %s still runs after %v\nstderr:\n%s", p.name, timeout, p.Stderr)
+		return 0, fmt.Errorf("leasehold %s still runs after %v\nstderr:\n%s", p.name, timeout, p.Stderr)
+	}
+	if p.cmd.ProcessState == nil {
+		return 0, fmt.Errorf("leasehold %s did not start", p.name)
 	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		t.Fatalf("leasehold %s died of %v\nstderr:\n%s", p.name, ws.Signal(), p.Stderr)
+		return 0, fmt.Errorf("leasehold %s died of %v\nstderr:\n%s", p.name, ws.Signal(), p.Stderr)
 	}
-	return p.cmd.ProcessState.ExitCode(), p.exited
+	return p.cmd.ProcessState.ExitCode(), nil
 }
 
 // Buffer collects a process's output; safe for one writer and readers.
