@@ -1,7 +1,9 @@
 package lock
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,9 +47,12 @@ type fencedLock struct {
 	// acquired and token: the first acquisition's leaseTransitions.
 	acquired bool
 	token    int
-	// renewed is when the last write naming this identity that
-	// succeeded was sent, and leaseSeconds its leaseDurationSeconds.
-	renewed      time.Time
+	// record is the last successful write naming this identity as
+	// client-go's candidates compare records: JSON, with times to the
+	// second. since is when the first successful write of that same
+	// record was sent, and leaseSeconds its leaseDurationSeconds.
+	record       []byte
+	since        time.Time
 	leaseSeconds int
 	// mayRelease is false while the command may run: client-go's release
 	// is then refused.
@@ -195,7 +200,14 @@ func (l *fencedLock) wroteLocked(ler resourcelock.LeaderElectionRecord, sent tim
 		l.log.Info("acquired the lease", "token", l.token, "identity", l.Identity())
 	}
 	l.leading = true
-	l.renewed, l.leaseSeconds = sent, ler.LeaseDurationSeconds
+	// Candidates restart the lease's clock only when the record they
+	// read differs from the last one they saw: renewals within the same
+	// second of renewTime do not count for them.
+	rec, err := json.Marshal(ler)
+	if err != nil || !bytes.Equal(rec, l.record) {
+		l.record, l.since = rec, sent
+	}
+	l.leaseSeconds = ler.LeaseDurationSeconds
 }
 
 func (l *fencedLock) failedLocked(op string, err error) {
@@ -243,9 +255,12 @@ type state struct {
 	acquired bool
 	token    int
 	high     int
-	// expires is when another client may first see the lease expired:
-	// the last renewal's send time plus its lease duration. Zero before
-	// the first acquisition.
+	// expires is the earliest time another client-go candidate may see
+	// the lease expired: its lease duration after the send time of the
+	// first write of the record as it stands (a candidate starts the
+	// lease's clock when it reads a record that differs from the one it
+	// saw before, which is after the write, which is after the send).
+	// Zero before the first acquisition.
 	expires    time.Time
 	lostReason string
 }
@@ -262,7 +277,7 @@ func (l *fencedLock) state() state {
 		lostReason: l.lostReason,
 	}
 	if l.acquired {
-		s.expires = l.renewed.Add(time.Duration(l.leaseSeconds) * time.Second)
+		s.expires = l.since.Add(time.Duration(l.leaseSeconds) * time.Second)
 	}
 	return s
 }

@@ -83,7 +83,15 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return startCode(err), err
 	}
 	cfg.Logger = cfg.Logger.With("lease", cfg.Lease())
-	if failBy := cfg.RetryPeriod + cfg.RenewDeadline; failBy >= cfg.LeaseDuration-killMargin(cfg.LeaseDuration) {
+	// client-go gives up renewing at most RetryPeriod + RenewDeadline after
+	// the last success; killBy may come up to a second before the last
+	// success's lease duration ends when renewals are less than a second
+	// apart.
+	failBy := cfg.RetryPeriod + cfg.RenewDeadline
+	if cfg.RetryPeriod < time.Second {
+		failBy += time.Second
+	}
+	if failBy >= cfg.LeaseDuration-killMargin(cfg.LeaseDuration) {
 		cfg.Logger.Warn("when renewing fails, the command may be killed without a SIGTERM first: --lease-duration leaves no time after --retry-period + --renew-deadline",
 			"lease-duration", cfg.LeaseDuration, "renew-deadline", cfg.RenewDeadline, "retry-period", cfg.RetryPeriod)
 	}
@@ -249,10 +257,12 @@ func (s *supervisor) killAt(fl *fencedLock, now time.Time) time.Time {
 
 // killBy is when the command's process group must be dead if no renewal
 // succeeds meanwhile: killMargin before the earliest time another client
-// can see the lease expire, which is the send time of the last renewal
-// that succeeded plus its leaseDurationSeconds. (client-go's candidates
-// count the lease duration from when they observed a record change, which
-// is after it was written, which is after it was sent.)
+// can see the lease expire (fencedLock's state.expires). With renewals
+// less than a second apart that is up to a second before the last
+// renewal's send time plus the lease duration: client-go's candidates
+// compare records with times to the second
+// (https://github.com/kubernetes/client-go/blob/v0.37.2/tools/leaderelection/leaderelection.go,
+// tryAcquireOrRenew and setObservedRecord).
 func (s *supervisor) killBy(fl *fencedLock) time.Time {
 	return fl.state().expires.Add(-killMargin(s.cfg.LeaseDuration))
 }

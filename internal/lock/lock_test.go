@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/lock"
@@ -367,4 +368,60 @@ func mustHostname(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestLockPartition cuts the holder off from the server, silently, while a
+// second leasehold lock waits: the holder's command, which ignores
+// SIGTERM, must be dead before the waiter's command starts (the waiter's
+// would fail to take the flock otherwise), although --kill-after is a
+// minute.
+func TestLockPartition(t *testing.T) {
+	e := newEnv(t)
+	proxy := locktest.StartProxy(t, strings.TrimPrefix(e.srv.URL(), "https://"))
+	kc, err := clientcmd.LoadFromFile(e.srv.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range kc.Clusters {
+		c.Server = "https://" + proxy.Addr()
+	}
+	proxied := filepath.Join(t.TempDir(), "proxied.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, proxied); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	args := append([]string{"lock", "--kubeconfig", proxied, "--log-level", "info", "--kill-after=1m"}, locktest.Fast...)
+	holder := locktest.Start(t, e.bin.Leasehold, append(args, "part", "--", e.bin.Child, "hold", dir)...)
+	st := locktest.WaitStarted(t, dir, 30*time.Second)
+	waiter := e.lock("part", nil, "exclusive", dir, "0s")
+	locktest.WaitFor(t, 30*time.Second, "the second lock to wait", func() bool {
+		return strings.Contains(waiter.Stderr.String(), "waiting for the lease")
+	})
+	proxy.Cut()
+	cut := time.Now()
+	if code, _ := waiter.Wait(t, 30*time.Second); code != 0 {
+		t.Errorf("the waiter's command exited with %d (99: the holder's command still ran)", code)
+	}
+	if code, _ := holder.Wait(t, 30*time.Second); code != lock.ExitLost {
+		t.Errorf("the holder exited with %d, want %d", code, lock.ExitLost)
+	}
+	if !locktest.Gone(st.Pid) {
+		t.Errorf("the holder's command %d still runs", st.Pid)
+	}
+	killed := logTime(t, holder.Stderr.String(), "killing the command's process group")
+	tokens, err := os.ReadFile(filepath.Join(dir, "tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := atoi(t, strings.TrimSpace(string(tokens))); n <= atoi(t, st.Token) {
+		t.Errorf("the waiter's token %d, the holder's %s", n, st.Token)
+	}
+	t.Logf("after the cut: the holder's command was killed after %v, the waiter's ran after %v",
+		killed.Sub(cut).Round(time.Millisecond), waiterStarted(t, waiter).Sub(cut).Round(time.Millisecond))
+}
+
+// waiterStarted is when leasehold lock logged that it runs its command.
+func waiterStarted(t *testing.T, p *locktest.Proc) time.Time {
+	t.Helper()
+	return logTime(t, p.Stderr.String(), "running the command")
 }

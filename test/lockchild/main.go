@@ -14,6 +14,9 @@
 //	                    or SIGTERM (exit 43), writing its name to DIR/signal
 //	stubborn DIR        start a grandchild in its process group, write
 //	                    DIR/started, ignore SIGTERM and wait forever
+//	hold DIR            take the flock on DIR/excl as exclusive does (exit
+//	                    99 if taken), write DIR/started, ignore SIGTERM and
+//	                    wait forever
 //
 // DIR/started holds the token, the identity, the lease and the pids of
 // the process and its grandchild (0 if none), one a line. Files are
@@ -56,6 +59,11 @@ func main() {
 		wait(args[0])
 	case "stubborn":
 		stubborn(args[0])
+	case "hold":
+		signal.Ignore(syscall.SIGTERM)
+		lockExclusive(args[0])
+		started(args[0], 0)
+		forever()
 	case "sleep":
 		forever()
 	default:
@@ -68,15 +76,7 @@ func exclusive(dir, hold, mark string) {
 	if err != nil {
 		fail(err.Error())
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "excl"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		fail(err.Error())
-	}
-	// The kernel drops the flock when this process dies, however it dies.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		fmt.Fprintln(os.Stderr, "lockchild: another command holds the lock:", err)
-		os.Exit(99)
-	}
+	lockExclusive(dir)
 	tokens, err := os.OpenFile(filepath.Join(dir, "tokens"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		fail(err.Error())
@@ -88,6 +88,21 @@ func exclusive(dir, hold, mark string) {
 		writeFile(filepath.Join(dir, mark), os.Getenv("LEASEHOLD_FENCING_TOKEN"))
 	}
 	time.Sleep(d)
+}
+
+// lockExclusive takes the flock on DIR/excl, or exits 99 if another
+// process holds it. The kernel drops the flock when this process dies,
+// however it dies.
+func lockExclusive(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, "excl"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		fail(err.Error())
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchild: another command holds the lock:", err)
+		os.Exit(99)
+	}
+	// f stays open, and the flock held, until the process ends.
 }
 
 func wait(dir string) {

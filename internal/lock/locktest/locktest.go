@@ -10,6 +10,8 @@ package locktest
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,13 +22,14 @@ import (
 	"time"
 )
 
-// Fast are election flags for tests: 3 s leases renewed every 100 ms, with
+// Fast are election flags for tests: 4 s leases renewed every 100 ms, with
 // a 2 s renew deadline (long enough for a loaded machine running a server
-// under the race detector).
-var Fast = []string{"--lease-duration=3s", "--renew-deadline=2s", "--retry-period=100ms"}
+// under the race detector), leaving leasehold lock time to SIGTERM a
+// command before it must kill it.
+var Fast = []string{"--lease-duration=4s", "--renew-deadline=2s", "--retry-period=100ms"}
 
 // LeaseDuration is Fast's lease duration.
-const LeaseDuration = 3 * time.Second
+const LeaseDuration = 4 * time.Second
 
 // Binaries are the programs the tests run.
 type Binaries struct {
@@ -240,4 +243,93 @@ func Gone(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// Proxy forwards TCP connections to a server until Cut, after which it
+// forwards nothing and answers nothing, as a network partition would.
+type Proxy struct {
+	ln     net.Listener
+	target string
+	done   chan struct{} // closed when the test ends
+
+	mu  sync.Mutex // guards cut and ups
+	cut bool
+	ups map[net.Conn]bool // connections to the server
+
+	wg sync.WaitGroup
+}
+
+// StartProxy starts a proxy to target (host:port) on a loopback port; it
+// stops when the test ends.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, done: make(chan struct{}), ups: map[net.Conn]bool{}}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Go(func() { p.forward(c) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		close(p.done)
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is the proxy's address.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut closes the connections to the server and forwards no more: clients
+// keep their connections, and new ones are accepted, but nothing answers.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.ups {
+		c.Close()
+	}
+}
+
+func (p *Proxy) forward(c net.Conn) {
+	defer c.Close()
+	// hold keeps a cut client's connection open, silent, until the test
+	// ends.
+	hold := func() {
+		p.mu.Lock()
+		cut := p.cut
+		p.mu.Unlock()
+		if cut {
+			<-p.done
+		}
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		up.Close()
+		hold()
+		return
+	}
+	p.ups[up] = true
+	p.mu.Unlock()
+	p.wg.Go(func() { _, _ = io.Copy(up, c) }) // ends when up or c is closed
+	_, _ = io.Copy(c, up)
+	up.Close()
+	p.mu.Lock()
+	delete(p.ups, up)
+	p.mu.Unlock()
+	hold()
 }
