@@ -174,6 +174,11 @@ func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 8) // os/signal drops signals that do not fit: 8 pending is plenty
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
+	if len(swallowedSignals) > 0 {
+		swallowed := make(chan os.Signal, 1) // never read: os/signal drops what does not fit
+		signal.Notify(swallowed, swallowedSignals...)
+		defer signal.Stop(swallowed)
+	}
 	code, err := lock.Run(context.WithoutCancel(ctx), lock.Config{
 		Election:  f.e,
 		Command:   command,

@@ -7,3 +7,6 @@ import "os"
 // forwardedSignals are the signals leasehold lock passes on to its
 // command.
 var forwardedSignals = []os.Signal{os.Interrupt}
+
+// swallowedSignals: none outside unix.
+var swallowedSignals []os.Signal

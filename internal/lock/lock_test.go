@@ -256,7 +256,8 @@ func logTime(t *testing.T, log, msg string) time.Time {
 
 // TestLockInterrupt sends SIGINT to leasehold lock while a second one
 // waits: the command gets the SIGINT, its exit code comes back, and the
-// lease is released so that the waiter runs at once.
+// lease is released so that the waiter runs at once. A SIGTSTP before does
+// not stop leasehold lock.
 func TestLockInterrupt(t *testing.T) {
 	e := newEnv(t)
 	dir1, dir2 := t.TempDir(), t.TempDir()
@@ -266,6 +267,8 @@ func TestLockInterrupt(t *testing.T) {
 	locktest.WaitFor(t, 30*time.Second, "the second lock to wait", func() bool {
 		return strings.Contains(p2.Stderr.String(), "waiting for the lease")
 	})
+	// Ctrl-Z first: were leasehold lock to stop, the SIGINT would wait.
+	p1.Signal(t, syscall.SIGTSTP)
 	interrupted := time.Now()
 	p1.Signal(t, syscall.SIGINT)
 	if code, _ := p1.Wait(t, 30*time.Second); code != 42 {
