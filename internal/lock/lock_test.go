@@ -26,6 +26,12 @@ import (
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	locktest.Cleanup()
+	os.Exit(code)
+}
+
 // env is one test's server and binaries.
 type env struct {
 	t      *testing.T

@@ -1,5 +1,3 @@
-//go:build unix
-
 // Package locktest runs `leasehold lock` and `leasehold elect` as real
 // processes for tests: it builds the leasehold binary and test/lockchild
 // (the command the tests run under a lease) once per test binary, starts
@@ -17,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -35,35 +32,52 @@ const LeaseDuration = 4 * time.Second
 type Binaries struct {
 	// Leasehold is cmd/leasehold; Child is test/lockchild.
 	Leasehold, Child string
+	dir              string
 }
 
-// build builds the binaries once per test binary. (Package state, on
-// purpose: building once per test binary is the point.)
-var build = sync.OnceValues(func() (Binaries, error) {
+// The binaries are built once per test binary, and removed by Cleanup.
+// (Package state, on purpose: building once per test binary is the
+// point.)
+var (
+	buildOnce sync.Once
+	built     Binaries
+	buildErr  error
+)
+
+func build() (Binaries, error) {
 	dir, err := os.MkdirTemp("", "leasehold-locktest")
 	if err != nil {
 		return Binaries{}, err
 	}
-	b := Binaries{Leasehold: filepath.Join(dir, "leasehold"), Child: filepath.Join(dir, "lockchild")}
+	b := Binaries{Leasehold: filepath.Join(dir, "leasehold"), Child: filepath.Join(dir, "lockchild"), dir: dir}
 	for pkg, out := range map[string]string{
 		"github.com/leasehold/leasehold/cmd/leasehold":  b.Leasehold,
 		"github.com/leasehold/leasehold/test/lockchild": b.Child,
 	} {
 		if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			return Binaries{}, fmt.Errorf("go build %s: %v: %s", pkg, err, msg)
+			return b, fmt.Errorf("go build %s: %v: %s", pkg, err, msg)
 		}
 	}
 	return b, nil
-})
+}
 
 // Build returns the binaries, building them on first use.
 func Build(t testing.TB) Binaries {
 	t.Helper()
-	b, err := build()
-	if err != nil {
-		t.Fatal(err)
+	buildOnce.Do(func() { built, buildErr = build() })
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return b
+	return built
+}
+
+// Cleanup removes the binaries, if they were built. TestMain calls it
+// after the tests ran.
+func Cleanup() {
+	buildOnce.Do(func() {})
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 }
 
 // Proc is a running leasehold process.
@@ -151,8 +165,8 @@ func (p *Proc) Code(timeout time.Duration) (int, error) {
 	if p.cmd.ProcessState == nil {
 		return 0, fmt.Errorf("leasehold %s did not start", p.name)
 	}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 0, fmt.Errorf("leasehold %s died of %v\nstderr:\n%s", p.name, ws.Signal(), p.Stderr)
+	if !p.cmd.ProcessState.Exited() {
+		return 0, fmt.Errorf("leasehold %s: %v\nstderr:\n%s", p.name, p.cmd.ProcessState, p.Stderr)
 	}
 	return p.cmd.ProcessState.ExitCode(), nil
 }
@@ -227,22 +241,6 @@ func WaitStarted(t testing.TB, dir string, timeout time.Duration) Started {
 		return true
 	})
 	return s
-}
-
-// Gone reports whether process pid has exited (a zombie counts as
-// exited).
-func Gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 // Proxy forwards TCP connections to a server until Cut, after which it
