@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,7 +16,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "leasehold:", err)
-		os.Exit(1)
+		code := 1
+		var exit *cli.ExitError
+		if errors.As(err, &exit) {
+			code = exit.Code // leasehold lock exits with its command's code
+		}
+		if exit == nil || exit.Err != nil {
+			fmt.Fprintln(os.Stderr, "leasehold:", err)
+		}
+		os.Exit(code)
 	}
 }

@@ -17,12 +17,15 @@ import (
 const usage = `leasehold: a Kubernetes API server for Leases and Endpoints.
 
 Usage:
-  leasehold serve [flags]   run the server
-  leasehold bench <scenario> load-test a running server (fill, list, renew, fanout, overload)
-  leasehold version         print the version
+  leasehold serve [flags]          run the server
+  leasehold bench <scenario>       load-test a running server (fill, list, renew, fanout, overload)
+  leasehold lock NAME -- COMMAND   run COMMAND only while holding the Lease NAME
+  leasehold elect NAME             campaign for the Lease NAME; print its leader on every change
+  leasehold version                print the version
 
-Run "leasehold serve -h" for the server's flags; "leasehold serve --config FILE"
-takes them from a YAML file (key: the flag name without dashes).
+Run "leasehold serve -h" (lock -h, elect -h) for a command's flags;
+"leasehold serve --config FILE" takes serve's from a YAML file (key: the
+flag name without dashes).
 `
 
 // Run runs the command line args (without the program name).
@@ -36,6 +39,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "lock":
+		return lockCmd(ctx, args[1:], stderr)
+	case "elect":
+		return electCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		v := buildinfo.KubeVersion()
 		commit := "commit unknown (built without VCS information)"

@@ -73,4 +73,11 @@
 //   - Watches agree across replicas: watchers on every replica see the same
 //     events in the same order, revisions strictly increasing, exactly the
 //     writes etcd's history holds.
+//
+// # leasehold lock
+//
+// TestLockReplicaLoss runs `leasehold lock` processes through balancers in
+// front of three replica processes and SIGKILLs the replica under a
+// long-running holder: commands never overlap, and fencing tokens strictly
+// increase.
 package multi

@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/leasehold/leasehold/internal/lock/locktest"
 )
 
 func TestMain(m *testing.M) {
@@ -18,7 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LEASEHOLD_TEST_LOG") == "" {
 		klog.SetLogger(logr.Discard())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	locktest.Cleanup() // the binaries TestLockReplicaLoss built
+	os.Exit(code)
 }
 
 const (

@@ -1,0 +1,13 @@
+//go:build unix && !linux
+
+package lock
+
+import "syscall"
+
+// dieWithParent does nothing outside Linux: there is no PR_SET_PDEATHSIG,
+// and a command outlives a leasehold lock killed with SIGKILL.
+func dieWithParent(*syscall.SysProcAttr) {}
+
+// groupAlive reports whether any process is left in the group pgid; a
+// zombie its new parent has not yet reaped counts.
+func groupAlive(pgid int) bool { return groupExists(pgid) }
