@@ -264,6 +264,14 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// controllerList is every controller the server runs beside the
+// registry.
+func (s *Server) controllerList() []controllers.Controller {
+	return []controllers.Controller{
+		namespacecontroller.New(s.reg, s.log),
+	}
+}
+
 // newRegistry builds what serves kinds: the codec, the OpenAPI documents
 // (whose definitions also drive server-side apply), the admission chain
 // and the registry.
@@ -405,7 +413,7 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = g.Wait()
 		return fmt.Errorf("creating system namespaces: %w", err)
 	}
-	g.Go(func() error { return s.controllers.Run(gctx, namespacecontroller.New(s.reg, s.log)) })
+	g.Go(func() error { return s.controllers.Run(gctx, s.controllerList()...) })
 	s.readyOnce.Do(func() { close(s.ready) })
 
 	serveErr := make(chan error, 1)
