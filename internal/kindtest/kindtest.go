@@ -58,6 +58,9 @@ type Fixture struct {
 	// first cause of the 422 it gets.
 	Invalid      func(obj map[string]any)
 	InvalidField string
+	// InvalidName is a name the kind refuses; "Not_A_Name" (no DNS
+	// name) when empty. RBAC names need only be path segments.
+	InvalidName string
 }
 
 // Run runs the suite as subtests of t against s.
@@ -699,7 +702,11 @@ func (k *kindSuite) testValidation(t *testing.T) {
 		t.Errorf("message %q, want it to start %q", st.Message, want)
 	}
 	// An invalid name, the generic rule.
-	badName := k.object(t, "Not_A_Name", nil)
+	invalidName := k.f.InvalidName
+	if invalidName == "" {
+		invalidName = "Not_A_Name"
+	}
+	badName := k.object(t, invalidName, nil)
 	if _, err := k.client().Create(t.Context(), badName, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("create with an invalid name: %v, want 422", err)
 	}

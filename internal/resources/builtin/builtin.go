@@ -9,6 +9,7 @@ import (
 	"github.com/leasehold/leasehold/internal/resources/endpoints"
 	"github.com/leasehold/leasehold/internal/resources/lease"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
+	"github.com/leasehold/leasehold/internal/resources/rbac"
 )
 
 // Options are the server settings that change what is served.
@@ -25,5 +26,9 @@ func Kinds(opts Options) []*resources.Kind {
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
+		rbac.NewClusterRole(),
+		rbac.NewClusterRoleBinding(),
+		rbac.NewRole(),
+		rbac.NewRoleBinding(),
 	}
 }
