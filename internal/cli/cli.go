@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
@@ -173,7 +174,16 @@ func securityFlags(fs *flag.FlagSet, cfg *server.Config) {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "PEM CAs whose client certificates authenticate users (common name: user, organizations: groups), besides leasehold's own CA; re-read when it changes")
 	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV lines token,user,uid,\"group1,group2\"; re-read when it changes")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials in as system:anonymous (group system:unauthenticated) instead of answering 401")
-	fs.StringVar(&cfg.AuthorizationPolicyFile, "authorization-policy-file", "", "ABAC policy file, one JSON policy per line; re-read when it changes (default: every authenticated user may do everything)")
+	fs.Func("authorization-mode", "comma-separated authorization modes, asked in order after system:masters: RBAC, ABAC, AlwaysAllow (default RBAC; ABAC when only --authorization-policy-file is given)", func(v string) error {
+		cfg.AuthorizationModes = nil
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				cfg.AuthorizationModes = append(cfg.AuthorizationModes, m)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&cfg.AuthorizationPolicyFile, "authorization-policy-file", "", "ABAC policy file, one JSON policy per line, for --authorization-mode ABAC; re-read when it changes")
 	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", httpserver.DefaultMaxRequestsInflight, "reads served at once, watches excepted; more are answered 429 (0: no limit)")
 	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", httpserver.DefaultMaxMutatingRequestsInflight, "writes served at once; more are answered 429 (0: no limit)")
 	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", 0, "open watches per user name, system:masters excepted; more are answered 429 (0: no limit)")
@@ -189,6 +199,9 @@ func checkSecurityFlags(cfg *server.Config) error {
 	}
 	if cfg.MaxWatchesPerUser < 0 {
 		return errors.New("--max-watches-per-user must not be negative")
+	}
+	if _, _, err := server.AuthorizationModes(*cfg); err != nil {
+		return err
 	}
 	return nil
 }

@@ -18,8 +18,9 @@ import (
 // auth.DecisionAllow refuse it; reason tells why.
 type Authorizer interface {
 	Authorize(a auth.Attributes) (decision auth.Decision, reason string)
-	// RulesFor lists what u may do in namespace (SelfSubjectRulesReview).
-	RulesFor(u auth.User, namespace string) auth.Rules
+	// RulesFor lists what u may do in namespace (SelfSubjectRulesReview);
+	// an error comes with the rules that could be resolved.
+	RulesFor(u auth.User, namespace string) (auth.Rules, error)
 }
 
 // longRunning reports whether a request may outlive the request timeout

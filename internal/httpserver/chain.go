@@ -1,23 +1,10 @@
 package httpserver
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/leasehold/leasehold/internal/auth"
 )
-
-type userKey struct{}
-
-func withUser(ctx context.Context, u auth.User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// userFrom returns the authenticated user of a request.
-func userFrom(ctx context.Context) (auth.User, bool) {
-	u, ok := ctx.Value(userKey{}).(auth.User)
-	return u, ok
-}
 
 // serveChain serves every request but /version and the health endpoints
 // through kube-apiserver's filters, in its order
@@ -49,7 +36,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 			return
 		}
 		r.attrs.User = u
-		req = req.WithContext(withUser(req.Context(), u))
+		req = req.WithContext(auth.WithUser(req.Context(), u))
 	}
 	release, ok := s.limits.admit(r.attrs)
 	if !ok {
@@ -61,6 +48,9 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 		s.writeError(w, req, err)
 		return
 	}
+	// What was authorized, for the checks that authorize more (RBAC
+	// escalation's escalate and bind verbs).
+	req = req.WithContext(auth.WithRequest(req.Context(), r.attrs))
 	if err := checkSelectors(&r); err != nil {
 		s.writeError(w, req, err)
 		return

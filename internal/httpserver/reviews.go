@@ -104,7 +104,7 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	if err != nil {
 		return err
 	}
-	u, ok := userFrom(req.Context())
+	u, ok := auth.UserFrom(req.Context())
 	if !ok {
 		return apierrors.NewBadRequest("no user present on request")
 	}
@@ -199,14 +199,23 @@ func (s *Server) review(obj runtime.Object, u auth.User) (runtime.Object, error)
 			Resource:    []auth.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
 			NonResource: []auth.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
 		}
+		var rulesErr error
 		if s.authz != nil {
-			rules = s.authz.RulesFor(u, r.Spec.Namespace)
+			rules, rulesErr = s.authz.RulesFor(u, r.Spec.Namespace)
 		}
 		out := &authorizationv1.SelfSubjectRulesReview{}
 		out.Status.ResourceRules = []authorizationv1.ResourceRule{}
 		out.Status.NonResourceRules = []authorizationv1.NonResourceRule{}
+		if rulesErr != nil {
+			// The rules that could be resolved, and why others could not
+			// (a binding to a missing role), as kube-apiserver's
+			// selfsubjectrulesreview REST answers.
+			out.Status.EvaluationError = rulesErr.Error()
+		}
 		for _, rr := range rules.Resource {
-			out.Status.ResourceRules = append(out.Status.ResourceRules, authorizationv1.ResourceRule{Verbs: rr.Verbs, APIGroups: rr.APIGroups, Resources: rr.Resources})
+			out.Status.ResourceRules = append(out.Status.ResourceRules, authorizationv1.ResourceRule{
+				Verbs: rr.Verbs, APIGroups: rr.APIGroups, Resources: rr.Resources, ResourceNames: rr.ResourceNames,
+			})
 		}
 		for _, nr := range rules.NonResource {
 			out.Status.NonResourceRules = append(out.Status.NonResourceRules, authorizationv1.NonResourceRule{Verbs: nr.Verbs, NonResourceURLs: nr.NonResourceURLs})

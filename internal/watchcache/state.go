@@ -72,3 +72,15 @@ func (s *State) List(sel Selector, from string, limit int) Page {
 	}
 	return p
 }
+
+// Each calls fn with the objects of namespace in key order ("" for all
+// namespaces, and for a cluster-scoped resource), until fn returns false.
+// It allocates nothing.
+func (s *State) Each(namespace string, fn func(*Object) bool) {
+	start, end := Selector{Namespace: namespace}.keyRange(s.prefix, s.namespaced)
+	if end == "" {
+		s.tree.AscendGreaterOrEqual(probe(start), fn)
+		return
+	}
+	s.tree.AscendRange(probe(start), probe(end), fn)
+}

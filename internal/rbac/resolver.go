@@ -1,0 +1,237 @@
+package rbac
+
+import (
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/leasehold/leasehold/internal/auth"
+)
+
+// Source reads the stored Roles, ClusterRoles and bindings. The objects
+// it gives are shared: callers must not modify them. found is false for a
+// missing object.
+type Source interface {
+	Role(namespace, name string) (role *rbacv1.Role, found bool)
+	ClusterRole(name string) (role *rbacv1.ClusterRole, found bool)
+	// RoleBindings calls fn with each RoleBinding of namespace until fn
+	// returns false.
+	RoleBindings(namespace string, fn func(*rbacv1.RoleBinding) bool)
+	// ClusterRoleBindings calls fn with each ClusterRoleBinding until fn
+	// returns false.
+	ClusterRoleBindings(fn func(*rbacv1.ClusterRoleBinding) bool)
+}
+
+// Resolver finds the rules that apply to users. It is safe for
+// concurrent use when its Source is.
+type Resolver struct {
+	src Source
+	// plural names missing roles with the plural resource, as errors of
+	// kube-apiserver's storage do ("clusterroles.rbac.authorization.k8s.io
+	// "x" not found"); the authorizer's informer listers use the singular.
+	plural bool
+}
+
+// NewResolver returns a Resolver over src whose errors for missing roles
+// are worded as kube-apiserver's RBAC authorizer words them (its
+// informer listers: `clusterrole.rbac.authorization.k8s.io "x" not
+// found`).
+func NewResolver(src Source) *Resolver { return &Resolver{src: src} }
+
+// NewStorageResolver returns a Resolver whose errors for missing roles
+// are worded as kube-apiserver's storage words them, as the escalation
+// checks of its RBAC registry report them (`clusterroles...`).
+func NewStorageResolver(src Source) *Resolver { return &Resolver{src: src, plural: true} }
+
+// Visitor receives each rule that applies to a user, or an error
+// resolving one binding's role; source describes the binding that grants
+// the rule. It returns false to stop.
+type Visitor func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool
+
+// VisitRulesFor calls visit with each rule that applies to u in namespace
+// ("" for cluster-wide requests): the rules of the ClusterRoleBindings
+// first, then those of namespace's RoleBindings, as kube-apiserver's
+// DefaultRuleResolver does.
+func (r *Resolver) VisitRulesFor(u auth.User, namespace string, visit Visitor) {
+	stop := false
+	r.src.ClusterRoleBindings(func(b *rbacv1.ClusterRoleBinding) bool {
+		i, ok := appliesTo(u, b.Subjects, "")
+		if !ok {
+			return true
+		}
+		rules, err := r.RoleReferenceRules(b.RoleRef, "")
+		if err != nil {
+			stop = !visit(nil, nil, err)
+			return !stop
+		}
+		src := &clusterRoleBindingSource{binding: b, subject: &b.Subjects[i]}
+		for j := range rules {
+			if !visit(src, &rules[j], nil) {
+				stop = true
+				return false
+			}
+		}
+		return true
+	})
+	if stop || namespace == "" {
+		return
+	}
+	r.src.RoleBindings(namespace, func(b *rbacv1.RoleBinding) bool {
+		i, ok := appliesTo(u, b.Subjects, namespace)
+		if !ok {
+			return true
+		}
+		rules, err := r.RoleReferenceRules(b.RoleRef, namespace)
+		if err != nil {
+			return visit(nil, nil, err)
+		}
+		src := &roleBindingSource{binding: b, subject: &b.Subjects[i]}
+		for j := range rules {
+			if !visit(src, &rules[j], nil) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// RulesFor returns every rule that applies to u in namespace. When some
+// binding's role cannot be found, the error says so, and the rules are
+// those that could be resolved: rules only ever allow, so a decision can
+// still be made from them.
+func (r *Resolver) RulesFor(u auth.User, namespace string) ([]rbacv1.PolicyRule, error) {
+	var rules []rbacv1.PolicyRule
+	var errs []error
+	r.VisitRulesFor(u, namespace, func(_ fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
+		if rule != nil {
+			rules = append(rules, *rule)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return true
+	})
+	return rules, utilerrors.NewAggregate(errs)
+}
+
+// RoleReferenceRules returns the rules of the role a binding in
+// namespace ("" for a ClusterRoleBinding) refers to.
+func (r *Resolver) RoleReferenceRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	switch ref.Kind {
+	case "Role":
+		role, ok := r.src.Role(namespace, ref.Name)
+		if !ok {
+			return nil, r.notFound("role", ref.Name)
+		}
+		return role.Rules, nil
+	case "ClusterRole":
+		role, ok := r.src.ClusterRole(ref.Name)
+		if !ok {
+			return nil, r.notFound("clusterrole", ref.Name)
+		}
+		return role.Rules, nil
+	default:
+		return nil, fmt.Errorf("unsupported role reference kind: %q", ref.Kind)
+	}
+}
+
+func (r *Resolver) notFound(resource, name string) error {
+	if r.plural {
+		resource += "s"
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: rbacv1.GroupName, Resource: resource}, name)
+}
+
+// appliesTo returns the index of the first subject that is u, when one
+// is. namespace is the binding's ("" for a ClusterRoleBinding): a service
+// account subject without a namespace is in it.
+func appliesTo(u auth.User, subjects []rbacv1.Subject, namespace string) (int, bool) {
+	for i := range subjects {
+		if appliesToUser(u, &subjects[i], namespace) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func appliesToUser(u auth.User, s *rbacv1.Subject, namespace string) bool {
+	switch s.Kind {
+	case rbacv1.UserKind:
+		return u.Name == s.Name
+	case rbacv1.GroupKind:
+		return u.InGroup(s.Name)
+	case rbacv1.ServiceAccountKind:
+		ns := namespace
+		if s.Namespace != "" {
+			ns = s.Namespace
+		}
+		return ns != "" && isServiceAccount(u.Name, ns, s.Name)
+	}
+	return false
+}
+
+// serviceAccountPrefix starts the user name of a service account,
+// "system:serviceaccount:NAMESPACE:NAME".
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// isServiceAccount reports whether user is the service account name of
+// namespace, without building its user name (apiserver's
+// serviceaccount.MatchesUsername).
+func isServiceAccount(user, namespace, name string) bool {
+	if len(user) != len(serviceAccountPrefix)+len(namespace)+1+len(name) {
+		return false
+	}
+	rest, ok := cutPrefix(user, serviceAccountPrefix)
+	if !ok {
+		return false
+	}
+	rest, ok = cutPrefix(rest, namespace)
+	if !ok || rest == "" || rest[0] != ':' {
+		return false
+	}
+	return rest[1:] == name
+}
+
+func cutPrefix(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || s[:len(prefix)] != prefix {
+		return s, false
+	}
+	return s[len(prefix):], true
+}
+
+// clusterRoleBindingSource describes where a rule comes from, as
+// kube-apiserver's clusterRoleBindingDescriber words it in the reasons of
+// its decisions.
+type clusterRoleBindingSource struct {
+	binding *rbacv1.ClusterRoleBinding
+	subject *rbacv1.Subject
+}
+
+func (d *clusterRoleBindingSource) String() string {
+	return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s",
+		d.binding.Name, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, ""))
+}
+
+type roleBindingSource struct {
+	binding *rbacv1.RoleBinding
+	subject *rbacv1.Subject
+}
+
+func (d *roleBindingSource) String() string {
+	return fmt.Sprintf("RoleBinding %q of %s %q to %s",
+		d.binding.Name+"/"+d.binding.Namespace, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, d.binding.Namespace))
+}
+
+func describeSubject(s *rbacv1.Subject, bindingNamespace string) string {
+	if s.Kind == rbacv1.ServiceAccountKind {
+		ns := s.Namespace
+		if ns == "" {
+			ns = bindingNamespace
+		}
+		return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+ns)
+	}
+	return fmt.Sprintf("%s %q", s.Kind, s.Name)
+}
