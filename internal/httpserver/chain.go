@@ -10,7 +10,8 @@ import (
 // through kube-apiserver's filters, in its order
 // (apiserver/pkg/server/config.go DefaultBuildHandlerChain): the request
 // deadline and timeout (not for watches and profiles), authentication
-// (401), the in-flight limits (429), authorization (403), then the API.
+// (401), impersonation (400, 403), the in-flight limits (429),
+// authorization (403), then the API.
 func (s *Server) serveChain(w http.ResponseWriter, req *http.Request) {
 	r := parseRequest(req)
 	if longRunning(r.attrs) {
@@ -34,6 +35,15 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 			}
 			s.writeError(w, req, unauthorized())
 			return
+		}
+		as, impersonated, err := s.impersonate(req, u)
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		if impersonated {
+			s.log.Debug("impersonating", "user", u.Name, "as", as.Name, "groups", as.Groups)
+			u = as
 		}
 		r.attrs.User = u
 		req = req.WithContext(auth.WithUser(req.Context(), u))

@@ -62,6 +62,18 @@ const testPolicy = `{"apiVersion":"abac.authorization.kubernetes.io/v1beta1","ki
 // could before RBAC.
 func startSecure(t *testing.T, policy string, opts ...testserver.Option) *secureServer {
 	t.Helper()
+	s := startWithUsers(t, policy, opts...)
+	if policy == "" {
+		bindClusterAdmin(t, s, "test-token-users", "alice", "bob", "wanda", "oscar")
+	}
+	return s
+}
+
+// startWithUsers starts a server with testTokens, a client CA, and policy
+// as its policy file unless policy is empty; then it runs with RBAC, and
+// the users of testTokens may do nothing until bound.
+func startWithUsers(t *testing.T, policy string, opts ...testserver.Option) *secureServer {
+	t.Helper()
 	s := &secureServer{dir: t.TempDir(), clientCA: newTestCA(t, "client-ca")}
 	s.tokenFile = filepath.Join(s.dir, "tokens.csv")
 	writeTestFile(t, s.tokenFile, testTokens)
@@ -78,9 +90,6 @@ func startSecure(t *testing.T, policy string, opts ...testserver.Option) *secure
 		all = append(all, func(c *server.Config) { c.AuthorizationPolicyFile = s.policyFile })
 	}
 	s.Server = testserver.Start(t, append(all, opts...)...)
-	if policy == "" {
-		bindClusterAdmin(t, s, "test-token-users", "alice", "bob", "wanda", "oscar")
-	}
 	return s
 }
 
