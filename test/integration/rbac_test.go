@@ -351,7 +351,10 @@ func TestImpersonation(t *testing.T) {
 	// Impersonating bob, alice has bob's rights, not hers.
 	must[*rbacv1.ClusterRoleBinding](t)(admin.RbacV1().ClusterRoleBindings().Create(t.Context(), clusterRoleBinding("bob-views", "view", userSubject("bob")), metav1.CreateOptions{}))
 	asBob := as("alice-token", restImpersonation{user: "bob"})
-	waitFor(t, func() bool { _, err := asBob.CoreV1().Endpoints("default").List(t.Context(), metav1.ListOptions{}); return err == nil })
+	waitFor(t, func() bool {
+		_, err := asBob.CoreV1().Endpoints("default").List(t.Context(), metav1.ListOptions{})
+		return err == nil
+	})
 	_, err = asBob.CoreV1().Endpoints("default").Create(t.Context(), &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "bob" cannot create resource "endpoints"`) {
 		t.Errorf("bob creates endpoints: %v", err)
