@@ -36,14 +36,15 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 			s.writeError(w, req, unauthorized())
 			return
 		}
-		as, impersonated, err := s.impersonate(req, u)
+		r.attrs.User = u
+		imp, err := s.impersonate(req, r.attrs)
 		if err != nil {
 			s.writeError(w, req, err)
 			return
 		}
-		if impersonated {
-			s.log.Debug("impersonating", "user", u.Name, "as", as.Name, "groups", as.Groups)
-			u = as
+		if imp != nil {
+			s.log.Debug("impersonating", "user", u.Name, "as", imp.user.Name, "groups", imp.user.Groups)
+			u = imp.user
 		}
 		r.attrs.User = u
 		req = req.WithContext(auth.WithUser(req.Context(), u))

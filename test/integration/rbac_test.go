@@ -301,8 +301,9 @@ func TestRBACEscalation(t *testing.T) {
 }
 
 // TestImpersonation: Impersonate-* headers (client-go's Impersonate, as
-// kubectl --as) act as another user once the impersonate verb allows it,
-// with kube-apiserver's 403 and 400 otherwise.
+// kubectl --as) act as another user once the legacy impersonate verb, or
+// kube-apiserver 1.36's constrained impersonation verbs, allow it, with
+// kube-apiserver's 403 and 400 otherwise.
 func TestImpersonation(t *testing.T) {
 	t.Parallel()
 	s := startWithUsers(t, "")
@@ -322,17 +323,22 @@ func TestImpersonation(t *testing.T) {
 		cfg.Impersonate.UserName, cfg.Impersonate.UID, cfg.Impersonate.Groups, cfg.Impersonate.Extra = imp.user, imp.uid, imp.groups, imp.extra
 		return secClient(t, cfg)
 	}
-
-	// Without the verb: 403.
-	_, err := whoami(as("alice-token", restImpersonation{user: "bob"}))
-	se := wantStatus(t, err, http.StatusForbidden, metav1.StatusReasonForbidden)
-	if want := `users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope`; se.ErrStatus.Message != want {
-		t.Errorf("message %q, want %q", se.ErrStatus.Message, want)
+	forbidden := func(err error, want string) {
+		t.Helper()
+		se := wantStatus(t, err, http.StatusForbidden, metav1.StatusReasonForbidden)
+		if se.ErrStatus.Message != want {
+			t.Errorf("message %q, want %q", se.ErrStatus.Message, want)
+		}
 	}
+
+	// Without any verb: the first mode's refusal (user-info, for bob).
+	_, err := whoami(as("alice-token", restImpersonation{user: "bob"}))
+	forbidden(err, `selfsubjectreviews.authentication.k8s.io is forbidden: User "alice" cannot impersonate-on:user-info:create resource "selfsubjectreviews" in API group "authentication.k8s.io" at the cluster scope`)
 	// Groups without a user: 400.
 	r := doAs(t, s.tokenConfig("alice-token"), s.URL(), "GET", "/api", map[string]string{"Impersonate-Group": "devs"}, nil)
-	wantRawStatus(t, r, http.StatusBadRequest, "BadRequest", "requested [{Group  devs    }] without impersonating a user")
+	wantRawStatus(t, r, http.StatusBadRequest, "BadRequest", `requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"devs"}, Extra:map[string][]string(nil)} without impersonating a user name`)
 
+	// The legacy verb: impersonate on users, groups, uids, extras.
 	must[*rbacv1.ClusterRole](t)(admin.RbacV1().ClusterRoles().Create(t.Context(), clusterRole("impersonator",
 		rbacv1.PolicyRule{Verbs: []string{"impersonate"}, APIGroups: []string{""}, Resources: []string{"users"}, ResourceNames: []string{"bob"}},
 		rbacv1.PolicyRule{Verbs: []string{"impersonate"}, APIGroups: []string{""}, Resources: []string{"groups"}},
@@ -356,17 +362,30 @@ func TestImpersonation(t *testing.T) {
 		return err == nil
 	})
 	_, err = asBob.CoreV1().Endpoints("default").Create(t.Context(), &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{})
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "bob" cannot create resource "endpoints"`) {
-		t.Errorf("bob creates endpoints: %v", err)
-	}
-	// Another user, or an extra key not allowed: 403.
+	forbidden(err, `endpoints is forbidden: User "bob" cannot create resource "endpoints" in API group "" in the namespace "default"`)
+	// Another user: refused.
 	_, err = whoami(as("alice-token", restImpersonation{user: "wanda"}))
-	wantStatus(t, err, http.StatusForbidden, metav1.StatusReasonForbidden)
-	_, err = whoami(as("alice-token", restImpersonation{user: "bob", extra: map[string][]string{"other": {"x"}}}))
-	se = wantStatus(t, err, http.StatusForbidden, metav1.StatusReasonForbidden)
-	if want := `userextras.authentication.k8s.io "x" is forbidden: User "alice" cannot impersonate resource "userextras/other" in API group "authentication.k8s.io" at the cluster scope`; se.ErrStatus.Message != want {
-		t.Errorf("extra: %q", se.ErrStatus.Message)
-	}
+	forbidden(err, `selfsubjectreviews.authentication.k8s.io is forbidden: User "alice" cannot impersonate-on:user-info:create resource "selfsubjectreviews" in API group "authentication.k8s.io" at the cluster scope`)
+
+	// Constrained impersonation: wanda may get endpoints as bob (who may
+	// read them), and do nothing else as him.
+	must[*rbacv1.ClusterRole](t)(admin.RbacV1().ClusterRoles().Create(t.Context(), clusterRole("constrained",
+		rbacv1.PolicyRule{Verbs: []string{"impersonate:user-info"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"users"}, ResourceNames: []string{"bob"}},
+		rbacv1.PolicyRule{Verbs: []string{"impersonate-on:user-info:get"}, APIGroups: []string{""}, Resources: []string{"endpoints"}},
+	), metav1.CreateOptions{}))
+	must[*rbacv1.ClusterRoleBinding](t)(admin.RbacV1().ClusterRoleBindings().Create(t.Context(), clusterRoleBinding("wanda-constrained", "constrained", userSubject("wanda")), metav1.CreateOptions{}))
+	must[*corev1.Endpoints](t)(admin.CoreV1().Endpoints("default").Create(t.Context(), &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{}))
+	wandaAsBob := as("watcher-token", restImpersonation{user: "bob"})
+	waitFor(t, func() bool {
+		_, err := wandaAsBob.CoreV1().Endpoints("default").Get(t.Context(), "e", metav1.GetOptions{})
+		return err == nil
+	})
+	_, err = wandaAsBob.CoreV1().Endpoints("default").List(t.Context(), metav1.ListOptions{})
+	forbidden(err, `endpoints is forbidden: User "wanda" cannot impersonate-on:user-info:list resource "endpoints" in API group "" in the namespace "default"`)
+	// The constrained modes never impersonate system:masters.
+	_, err = as("watcher-token", restImpersonation{user: "bob", groups: []string{"system:masters"}}).CoreV1().Endpoints("default").Get(t.Context(), "e", metav1.GetOptions{})
+	forbidden(err, `groups.authentication.k8s.io "system:masters" is forbidden: User "wanda" cannot impersonate:user-info resource "groups" in API group "authentication.k8s.io" at the cluster scope: impersonating the system:masters group is not allowed`)
+
 	// system:masters may impersonate anyone, a service account too.
 	u, err = whoami(as("", restImpersonation{user: "system:serviceaccount:apps:ctrl"}))
 	if err != nil || u.Username != "system:serviceaccount:apps:ctrl" || !slices.Equal(u.Groups, []string{"system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"}) {
