@@ -35,8 +35,9 @@ type Authorizer interface {
 type RBACEscalation struct {
 	Authorizer Authorizer
 	// Resolver returns a resolver over the stored RBAC objects, as a
-	// consistent read sees them.
-	Resolver func(ctx context.Context) (*rbac.Resolver, error)
+	// consistent read sees them, that reports missing roles as request
+	// (the resource written).
+	Resolver func(ctx context.Context, request schema.GroupResource) (*rbac.Resolver, error)
 }
 
 // fullAuthority is what the aggregationRule of a ClusterRole needs.
@@ -103,7 +104,8 @@ func (e RBACEscalation) escalateAllowed(ctx context.Context, u auth.User, req *R
 
 // confirmBinding lets u bind ref in namespace ("" for a
 // ClusterRoleBinding) when u may "bind" the role, or holds its rules.
-// A role that does not exist is a 404, as in kube-apiserver.
+// A role that does not exist is a 404 naming the binding's resource, as
+// in kube-apiserver.
 func (e RBACEscalation) confirmBinding(ctx context.Context, u auth.User, namespace string, gr schema.GroupResource, name string, ref rbacv1.RoleRef) error {
 	bind := auth.Attributes{User: u, Verb: "bind", ResourceRequest: true, Namespace: namespace, APIGroup: ref.APIGroup, APIVersion: "*", Name: ref.Name}
 	switch ref.Kind {
@@ -117,7 +119,7 @@ func (e RBACEscalation) confirmBinding(ctx context.Context, u auth.User, namespa
 			return nil
 		}
 	}
-	r, err := e.Resolver(ctx)
+	r, err := e.Resolver(ctx, gr)
 	if err != nil {
 		return err
 	}
@@ -133,7 +135,7 @@ func (e RBACEscalation) confirmBinding(ctx context.Context, u auth.User, namespa
 
 // confirm refuses rules u does not hold in namespace.
 func (e RBACEscalation) confirm(ctx context.Context, u auth.User, namespace string, gr schema.GroupResource, name string, rules []rbacv1.PolicyRule) error {
-	r, err := e.Resolver(ctx)
+	r, err := e.Resolver(ctx, gr)
 	if err != nil {
 		return err
 	}

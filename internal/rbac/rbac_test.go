@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/leasehold/leasehold/internal/auth"
@@ -257,7 +258,7 @@ func TestConfirmNoEscalation(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "leader"},
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "alice"}},
 	}}
-	r := NewStorageResolver(src)
+	r := NewRequestResolver(src, schema.GroupResource{Group: rbacv1.GroupName, Resource: "roles"})
 	alice := user("alice")
 	held := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"my-lock"}}}
 	if err := ConfirmNoEscalation(r, alice, "apps", held); err != nil {

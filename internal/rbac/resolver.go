@@ -29,10 +29,8 @@ type Source interface {
 // concurrent use when its Source is.
 type Resolver struct {
 	src Source
-	// plural names missing roles with the plural resource, as errors of
-	// kube-apiserver's storage do ("clusterroles.rbac.authorization.k8s.io
-	// "x" not found"); the authorizer's informer listers use the singular.
-	plural bool
+	// notFound, when set, is the resource missing roles are reported as.
+	notFound *schema.GroupResource
 }
 
 // NewResolver returns a Resolver over src whose errors for missing roles
@@ -41,10 +39,14 @@ type Resolver struct {
 // found`).
 func NewResolver(src Source) *Resolver { return &Resolver{src: src} }
 
-// NewStorageResolver returns a Resolver whose errors for missing roles
-// are worded as kube-apiserver's storage words them, as the escalation
-// checks of its RBAC registry report them (`clusterroles...`).
-func NewStorageResolver(src Source) *Resolver { return &Resolver{src: src, plural: true} }
+// NewRequestResolver returns a Resolver whose errors for missing roles
+// name the resource of the request being checked, as the escalation
+// checks of kube-apiserver's RBAC registry report them: its storage names
+// the resource of the request's context, so a RoleBinding to a missing
+// ClusterRole is `rolebindings.rbac.authorization.k8s.io "x" not found`.
+func NewRequestResolver(src Source, request schema.GroupResource) *Resolver {
+	return &Resolver{src: src, notFound: &request}
+}
 
 // Visitor receives each rule that applies to a user, or an error
 // resolving one binding's role; source describes the binding that grants
@@ -124,13 +126,13 @@ func (r *Resolver) RoleReferenceRules(ref rbacv1.RoleRef, namespace string) ([]r
 	case "Role":
 		role, ok := r.src.Role(namespace, ref.Name)
 		if !ok {
-			return nil, r.notFound("role", ref.Name)
+			return nil, r.notFoundError("role", ref.Name)
 		}
 		return role.Rules, nil
 	case "ClusterRole":
 		role, ok := r.src.ClusterRole(ref.Name)
 		if !ok {
-			return nil, r.notFound("clusterrole", ref.Name)
+			return nil, r.notFoundError("clusterrole", ref.Name)
 		}
 		return role.Rules, nil
 	default:
@@ -138,9 +140,9 @@ func (r *Resolver) RoleReferenceRules(ref rbacv1.RoleRef, namespace string) ([]r
 	}
 }
 
-func (r *Resolver) notFound(resource, name string) error {
-	if r.plural {
-		resource += "s"
+func (r *Resolver) notFoundError(resource, name string) error {
+	if r.notFound != nil {
+		return apierrors.NewNotFound(*r.notFound, name)
 	}
 	return apierrors.NewNotFound(schema.GroupResource{Group: rbacv1.GroupName, Resource: resource}, name)
 }

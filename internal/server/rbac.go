@@ -200,8 +200,8 @@ func (s *rbacSource) ClusterRoleBindings(fn func(*rbacv1.ClusterRoleBinding) boo
 }
 
 // consistentResolver returns a resolver over a consistent state of the
-// RBAC objects, worded as kube-apiserver's storage words missing roles.
-func (s *rbacSource) consistentResolver(ctx context.Context) (*rbac.Resolver, error) {
+// RBAC objects, reporting missing roles as request.
+func (s *rbacSource) consistentResolver(ctx context.Context, request schema.GroupResource) (*rbac.Resolver, error) {
 	reg := s.reg.Load()
 	if reg == nil {
 		return nil, errors.New("RBAC objects are not served")
@@ -217,7 +217,7 @@ func (s *rbacSource) consistentResolver(ctx context.Context) (*rbac.Resolver, er
 		}
 		*x.into = snap
 	}
-	return rbac.NewStorageResolver(&snaps), nil
+	return rbac.NewRequestResolver(&snaps, request), nil
 }
 
 // snapshotSource reads fixed snapshots.

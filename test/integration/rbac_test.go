@@ -266,10 +266,11 @@ func TestRBACEscalation(t *testing.T) {
 	if _, err := roles.Update(t.Context(), holder, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("escalating update: %v", err)
 	}
-	// A binding to a missing role is a 404, as in kube-apiserver.
+	// A binding to a missing role is a 404, worded as kube-apiserver's
+	// storage words it, with the resource of the request.
 	_, err = bindings.Create(t.Context(), roleBinding("team", "nothing", "ClusterRole", "nope", userSubject("alice")), metav1.CreateOptions{})
 	se = wantStatus(t, err, http.StatusNotFound, metav1.StatusReasonNotFound)
-	if want := `clusterroles.rbac.authorization.k8s.io "nope" not found`; se.ErrStatus.Message != want {
+	if want := `rolebindings.rbac.authorization.k8s.io "nope" not found`; se.ErrStatus.Message != want {
 		t.Errorf("binding a missing role: %q", se.ErrStatus.Message)
 	}
 
