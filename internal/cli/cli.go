@@ -184,6 +184,11 @@ func securityFlags(fs *flag.FlagSet, cfg *server.Config) {
 		return nil
 	})
 	fs.StringVar(&cfg.AuthorizationPolicyFile, "authorization-policy-file", "", "ABAC policy file, one JSON policy per line, for --authorization-mode ABAC; re-read when it changes")
+	fs.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "audit log file, one audit.k8s.io/v1 Event of JSON per line (\"-\": standard output); needs --audit-policy-file")
+	fs.StringVar(&cfg.AuditPolicyFile, "audit-policy-file", "", "audit policy (audit.k8s.io/v1 Policy, kube-apiserver's format): what is recorded of which requests")
+	fs.IntVar(&cfg.AuditLogMaxSizeMB, "audit-log-maxsize", 0, "megabytes at which the audit log is rotated (0: 100)")
+	fs.IntVar(&cfg.AuditLogMaxBackups, "audit-log-maxbackup", 0, "rotated audit log files kept (0: all)")
+	fs.IntVar(&cfg.AuditLogMaxAgeDays, "audit-log-maxage", 0, "days rotated audit log files are kept (0: no limit)")
 	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", httpserver.DefaultMaxRequestsInflight, "reads served at once, watches excepted; more are answered 429 (0: no limit)")
 	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", httpserver.DefaultMaxMutatingRequestsInflight, "writes served at once; more are answered 429 (0: no limit)")
 	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", 0, "open watches per user name, system:masters excepted; more are answered 429 (0: no limit)")
@@ -202,6 +207,9 @@ func checkSecurityFlags(cfg *server.Config) error {
 	}
 	if _, _, err := server.AuthorizationModes(*cfg); err != nil {
 		return err
+	}
+	if cfg.AuditLogMaxSizeMB < 0 || cfg.AuditLogMaxBackups < 0 || cfg.AuditLogMaxAgeDays < 0 {
+		return errors.New("--audit-log-maxsize, --audit-log-maxbackup and --audit-log-maxage must not be negative")
 	}
 	return nil
 }

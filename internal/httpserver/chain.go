@@ -3,6 +3,7 @@ package httpserver
 import (
 	"net/http"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 )
 
@@ -27,27 +28,47 @@ func (s *Server) serveChain(w http.ResponseWriter, req *http.Request) {
 func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, shared *request) {
 	// withTimeout still reads the request it shares with this handler.
 	r := *shared
+	auditID := w.Header().Get("Audit-ID")
 	if s.authn != nil {
 		u, ok, err := s.authn.Authenticate(req)
 		if err != nil || !ok {
 			if err != nil {
 				s.log.Debug("unable to authenticate the request", "method", req.Method, "uri", req.URL.RequestURI(), "err", err)
 			}
+			if rec := s.cfg.Audit.Begin(req, &r.attrs, false, auditID, r.received, false); rec != nil {
+				st := s.errorStatus(req, unauthorized())
+				rec.FailedAuthentication(st)
+			}
 			s.writeError(w, req, unauthorized())
 			return
 		}
 		r.attrs.User = u
+	}
+	// The audit record begins once the client is known, before
+	// impersonation, as kube-apiserver's audit filter does.
+	if rec := s.cfg.Audit.Begin(req, &r.attrs, s.authn != nil, auditID, r.received, longRunning(r.attrs)); rec != nil {
+		req = req.WithContext(audit.WithRecord(req.Context(), rec))
+		w = &auditWriter{ResponseWriter: w, rec: rec}
+		defer func() {
+			if p := recover(); p != nil {
+				rec.Panic(p)
+				panic(p)
+			}
+			rec.Complete()
+		}()
+	}
+	if s.authn != nil {
 		imp, err := s.impersonate(req, r.attrs)
 		if err != nil {
 			s.writeError(w, req, err)
 			return
 		}
 		if imp != nil {
-			s.log.Debug("impersonating", "user", u.Name, "as", imp.user.Name, "groups", imp.user.Groups)
-			u = imp.user
+			s.log.Debug("impersonating", "user", r.attrs.User.Name, "as", imp.user.Name, "groups", imp.user.Groups)
+			audit.RecordFrom(req.Context()).ImpersonatedUser(imp.user, imp.constraint)
+			r.attrs.User = imp.user
 		}
-		r.attrs.User = u
-		req = req.WithContext(auth.WithUser(req.Context(), u))
+		req = req.WithContext(auth.WithUser(req.Context(), r.attrs.User))
 	}
 	release, ok := s.limits.admit(r.attrs)
 	if !ok {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/codec"
 )
@@ -104,6 +105,12 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	if err != nil {
 		return err
 	}
+	rec := audit.RecordFrom(req.Context())
+	reviewJSON := func(o runtime.Object) func() ([]byte, error) {
+		return func() ([]byte, error) { return runtime.Encode(s.reviewJSON(), o) }
+	}
+	meta, _ := obj.(metav1.Object)
+	rec.RequestObject(meta, reviewJSON(obj))
 	u, ok := auth.UserFrom(req.Context())
 	if !ok {
 		return apierrors.NewBadRequest("no user present on request")
@@ -125,10 +132,17 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	if err := enc.Encode(result, &buf); err != nil {
 		return apierrors.NewInternalError(err)
 	}
+	rec.ResponseObject(nil, reviewJSON(result))
 	addWarnings(w, warnings)
 	w.Header().Set("Content-Type", out.Info.MediaType)
 	writeBody(w, req, http.StatusCreated, buf.Bytes())
 	return nil
+}
+
+// reviewJSON is the JSON encoder of the review kinds.
+func (s *Server) reviewJSON() runtime.Encoder {
+	info, _ := runtime.SerializerInfoForMediaType(s.reviewCodecs.SupportedMediaTypes(), codec.JSON)
+	return info.Serializer
 }
 
 // decodeReview decodes a review body as kube-apiserver's create handler

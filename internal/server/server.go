@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
@@ -120,6 +121,17 @@ type Config struct {
 	// AuthorizationPolicyFile is an ABAC policy file (kube-apiserver's
 	// --authorization-policy-file), re-read when it changes.
 	AuthorizationPolicyFile string
+	// AuditLogPath is the audit log file, "-" for standard output
+	// (kube-apiserver's --audit-log-path); events are recorded only with
+	// an AuditPolicyFile (--audit-policy-file) too.
+	AuditLogPath    string
+	AuditPolicyFile string
+	// AuditLogMaxSizeMB, AuditLogMaxBackups and AuditLogMaxAgeDays rotate
+	// the audit log: at this many megabytes (0: 100), keeping this many
+	// old files (0: all) for this many days (0: no limit).
+	AuditLogMaxSizeMB  int
+	AuditLogMaxBackups int
+	AuditLogMaxAgeDays int
 	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
 	// and the writes served at once (watches excepted); 0 means no limit,
 	// as in kube-apiserver's flags (whose defaults, 400 and 200, are the
@@ -178,6 +190,8 @@ type Server struct {
 	dirLock *datadir.Lock
 	// reloaders re-read the authentication and authorization files.
 	reloaders []func(context.Context) error
+	// auditLog writes the audit log; nil when there is none.
+	auditLog *audit.Log
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -227,6 +241,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.auditLog, err = openAuditLog(cfg); err != nil {
+		return nil, err
+	}
 	rbacObjects := &rbacSource{}
 	authz, err := s.authorizer(cfg, reload, rbacObjects)
 	if err != nil {
@@ -260,6 +277,7 @@ func New(cfg Config) (*Server, error) {
 		Codecs:                      s.reg.Codecs(),
 		Authenticator:               authn,
 		Authorizer:                  authz,
+		Audit:                       s.auditLog,
 		MaxRequestsInflight:         cfg.MaxRequestsInflight,
 		MaxMutatingRequestsInflight: cfg.MaxMutatingRequestsInflight,
 		MaxWatchesPerUser:           cfg.MaxWatchesPerUser,
@@ -414,6 +432,10 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.reg.Run(gctx) })
 	for _, run := range s.reloaders {
 		g.Go(func() error { return run(gctx) })
+	}
+	if s.auditLog != nil {
+		// It writes until the requests are done (gctx ends after them).
+		g.Go(func() error { return s.auditLog.Run(gctx) })
 	}
 
 	failed := storeFailed(s.store)
