@@ -43,6 +43,7 @@ bob-token,bob,uid-bob
 watcher-token,wanda,uid-wanda,watchers
 ops-token,oscar,uid-oscar,ops
 root-token,root,uid-root,system:masters
+holder-mirror-token,system:serviceaccount:operators:holder-mirror,uid-hm,"system:serviceaccounts,system:serviceaccounts:operators"
 `
 
 // testPolicy restricts alice to team-a, bob to reading team-a, the
