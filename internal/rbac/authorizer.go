@@ -28,12 +28,13 @@ func NewAuthorizer(src Source) *Authorizer {
 // found"), else is empty.
 func (z *Authorizer) Authorize(a auth.Attributes) (auth.Decision, string) {
 	var (
-		allowedBy fmt.Stringer
+		allowedBy RuleSource
+		allowed   bool
 		errs      []error
 	)
-	z.r.VisitRulesFor(a.User, a.Namespace, func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
+	z.r.VisitRulesFor(a.User, a.Namespace, func(source RuleSource, rule *rbacv1.PolicyRule, err error) bool {
 		if rule != nil && RuleAllows(&a, rule) {
-			allowedBy = source
+			allowedBy, allowed = source, true
 			return false
 		}
 		if err != nil {
@@ -41,7 +42,7 @@ func (z *Authorizer) Authorize(a auth.Attributes) (auth.Decision, string) {
 		}
 		return true
 	})
-	if allowedBy != nil {
+	if allowed {
 		return auth.DecisionAllow, "RBAC: allowed by " + allowedBy.String()
 	}
 	if len(errs) > 0 {

@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"fmt"
+	"strconv"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,9 +50,51 @@ func NewRequestResolver(src Source, request schema.GroupResource) *Resolver {
 }
 
 // Visitor receives each rule that applies to a user, or an error
-// resolving one binding's role; source describes the binding that grants
-// the rule. It returns false to stop.
-type Visitor func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool
+// resolving one binding's role; source is the binding that grants the
+// rule. It returns false to stop.
+type Visitor func(source RuleSource, rule *rbacv1.PolicyRule, err error) bool
+
+// RuleSource is the binding, and its subject, that grants a rule. It
+// is a value, so that visiting rules allocates nothing for it.
+type RuleSource struct {
+	clusterBinding *rbacv1.ClusterRoleBinding
+	binding        *rbacv1.RoleBinding
+	subject        *rbacv1.Subject
+}
+
+// String describes the source as kube-apiserver's describers do in the
+// reasons of its decisions: `RoleBinding "name/ns" of Role "r" to User
+// "u"`, `ClusterRoleBinding "name" of ClusterRole "r" to Group "g"`.
+func (s RuleSource) String() string {
+	b := make([]byte, 0, 128)
+	var ref rbacv1.RoleRef
+	ns := ""
+	if s.clusterBinding != nil {
+		b = append(b, "ClusterRoleBinding "...)
+		b = strconv.AppendQuote(b, s.clusterBinding.Name)
+		ref = s.clusterBinding.RoleRef
+	} else {
+		b = append(b, "RoleBinding "...)
+		b = strconv.AppendQuote(b, s.binding.Name+"/"+s.binding.Namespace)
+		ref, ns = s.binding.RoleRef, s.binding.Namespace
+	}
+	b = append(b, " of "...)
+	b = append(b, ref.Kind...)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, ref.Name)
+	b = append(b, " to "...)
+	b = append(b, s.subject.Kind...)
+	b = append(b, ' ')
+	name := s.subject.Name
+	if s.subject.Kind == rbacv1.ServiceAccountKind {
+		if s.subject.Namespace != "" {
+			ns = s.subject.Namespace
+		}
+		name += "/" + ns
+	}
+	b = strconv.AppendQuote(b, name)
+	return string(b)
+}
 
 // VisitRulesFor calls visit with each rule that applies to u in namespace
 // ("" for cluster-wide requests): the rules of the ClusterRoleBindings
@@ -66,10 +109,10 @@ func (r *Resolver) VisitRulesFor(u auth.User, namespace string, visit Visitor) {
 		}
 		rules, err := r.RoleReferenceRules(b.RoleRef, "")
 		if err != nil {
-			stop = !visit(nil, nil, err)
+			stop = !visit(RuleSource{}, nil, err)
 			return !stop
 		}
-		src := &clusterRoleBindingSource{binding: b, subject: &b.Subjects[i]}
+		src := RuleSource{clusterBinding: b, subject: &b.Subjects[i]}
 		for j := range rules {
 			if !visit(src, &rules[j], nil) {
 				stop = true
@@ -88,9 +131,9 @@ func (r *Resolver) VisitRulesFor(u auth.User, namespace string, visit Visitor) {
 		}
 		rules, err := r.RoleReferenceRules(b.RoleRef, namespace)
 		if err != nil {
-			return visit(nil, nil, err)
+			return visit(RuleSource{}, nil, err)
 		}
-		src := &roleBindingSource{binding: b, subject: &b.Subjects[i]}
+		src := RuleSource{binding: b, subject: &b.Subjects[i]}
 		for j := range rules {
 			if !visit(src, &rules[j], nil) {
 				return false
@@ -107,7 +150,7 @@ func (r *Resolver) VisitRulesFor(u auth.User, namespace string, visit Visitor) {
 func (r *Resolver) RulesFor(u auth.User, namespace string) ([]rbacv1.PolicyRule, error) {
 	var rules []rbacv1.PolicyRule
 	var errs []error
-	r.VisitRulesFor(u, namespace, func(_ fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
+	r.VisitRulesFor(u, namespace, func(_ RuleSource, rule *rbacv1.PolicyRule, err error) bool {
 		if rule != nil {
 			rules = append(rules, *rule)
 		}
@@ -204,36 +247,3 @@ func cutPrefix(s, prefix string) (string, bool) {
 	return s[len(prefix):], true
 }
 
-// clusterRoleBindingSource describes where a rule comes from, as
-// kube-apiserver's clusterRoleBindingDescriber words it in the reasons of
-// its decisions.
-type clusterRoleBindingSource struct {
-	binding *rbacv1.ClusterRoleBinding
-	subject *rbacv1.Subject
-}
-
-func (d *clusterRoleBindingSource) String() string {
-	return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s",
-		d.binding.Name, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, ""))
-}
-
-type roleBindingSource struct {
-	binding *rbacv1.RoleBinding
-	subject *rbacv1.Subject
-}
-
-func (d *roleBindingSource) String() string {
-	return fmt.Sprintf("RoleBinding %q of %s %q to %s",
-		d.binding.Name+"/"+d.binding.Namespace, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, d.binding.Namespace))
-}
-
-func describeSubject(s *rbacv1.Subject, bindingNamespace string) string {
-	if s.Kind == rbacv1.ServiceAccountKind {
-		ns := s.Namespace
-		if ns == "" {
-			ns = bindingNamespace
-		}
-		return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+ns)
-	}
-	return fmt.Sprintf("%s %q", s.Kind, s.Name)
-}
