@@ -63,6 +63,7 @@ func (r *Registry) Delete(ctx context.Context, res resources.Resource, namespace
 		}
 		kv, err := r.store.Delete(ctx, key, cur.rev)
 		if err == nil {
+			r.state[res.Kind].owners.set(key, 0, false)
 			// cur was decoded from storage for this call (storedCurrent,
 			// fromConflict): it is ours to change.
 			cur.obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
