@@ -1,9 +1,13 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -88,11 +92,20 @@ func randLease(r *rand.Rand) *coordinationv1.Lease {
 	if r.IntN(3) == 0 {
 		l.Labels = map[string]string{"app": pick(r, "x", "y")}
 	}
+	if r.IntN(3) == 0 {
+		l.GenerateName = "g-"
+	}
 	if r.IntN(5) == 0 {
 		l.Annotations = map[string]string{"note": pick(r, "1", "2")}
 	}
 	if r.IntN(8) == 0 {
-		l.Finalizers = []string{"example.com/f"}
+		l.Finalizers = []string{"example.com/f", "example.com/g"}
+	}
+	if r.IntN(8) == 0 {
+		l.OwnerReferences = []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "u1"},
+			{APIVersion: "v1", Kind: "Node", Name: "n2", UID: "u2"},
+		}
 	}
 	return l
 }
@@ -101,7 +114,7 @@ func randLease(r *rand.Rand) *coordinationv1.Lease {
 // takeover), sometimes presence, metadata or untracked fields.
 func mutateLease(r *rand.Rand, l *coordinationv1.Lease) {
 	for range 1 + r.IntN(3) {
-		switch r.IntN(12) {
+		switch r.IntN(20) {
 		case 0, 1, 2:
 			t := metav1.NewMicroTime(time.Unix(int64(1000+r.IntN(1000)), 0))
 			if l.Spec.RenewTime != nil || r.IntN(4) == 0 {
@@ -131,6 +144,36 @@ func mutateLease(r *rand.Rand, l *coordinationv1.Lease) {
 		case 11:
 			l.Spec.PreferredHolder = ptr("p")
 			l.Spec.Strategy = ptr(coordinationv1.OldestEmulationVersion)
+		case 12:
+			// Less than a MicroTime's precision, or just that.
+			if l.Spec.RenewTime != nil {
+				t := metav1.NewMicroTime(l.Spec.RenewTime.Add(time.Duration(pick(r, 1, 999, 1000))))
+				l.Spec.RenewTime = &t
+			}
+		case 13:
+			slices.Reverse(l.Finalizers)
+		case 14:
+			slices.Reverse(l.OwnerReferences)
+		case 15:
+			if l.Annotations == nil {
+				l.Annotations = map[string]string{}
+			} else if len(l.Annotations) == 0 {
+				l.Annotations = nil
+			}
+		case 16:
+			for k := range l.Labels {
+				l.Labels[k] = pick(r, "", "x")
+			}
+		case 17:
+			for k := range l.Labels {
+				delete(l.Labels, k)
+			}
+		case 18:
+			if l.Spec.AcquireTime != nil {
+				l.Spec.AcquireTime = &metav1.MicroTime{}
+			}
+		case 19:
+			l.GenerateName = pick(r, "", "g-", "h-")
 		}
 	}
 }
@@ -147,7 +190,7 @@ func randEndpoints(r *rand.Rand) *corev1.Endpoints {
 }
 
 func mutateEndpoints(r *rand.Rand, e *corev1.Endpoints) {
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		e.Subsets = []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: pick(r, "10.0.0.1", "10.0.0.3")}}}}
 	case 1:
@@ -158,6 +201,12 @@ func mutateEndpoints(r *rand.Rand, e *corev1.Endpoints) {
 		}
 	case 3:
 		e.Annotations = map[string]string{"x": "y"}
+	case 4:
+		for i := range e.Subsets {
+			slices.Reverse(e.Subsets[i].Addresses)
+			e.Subsets[i].Addresses = append(e.Subsets[i].Addresses, corev1.EndpointAddress{IP: "10.0.0.9"})
+			slices.Reverse(e.Subsets[i].Addresses)
+		}
 	}
 }
 
@@ -353,5 +402,40 @@ func TestFastPathOwners(t *testing.T) {
 	}
 	if owners.at(key) != 0 {
 		t.Errorf("a deleted lease is still recorded")
+	}
+}
+
+// TestCompareMicroTime: compareLeaf's shortcut for MicroTimes agrees with
+// their JSON form, the field manager's view of them.
+func TestCompareMicroTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := []time.Time{{}, time.Unix(0, 0), time.Unix(1_700_000_000, 999_999_999), time.Date(9999, 12, 31, 23, 59, 59, 999_999_500, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}
+	for range 20000 {
+		a := pick(r, base...)
+		b := a.Add(time.Duration(pick(r, 0, 1, 499, 500, 999, 1000, 1001, -1, -1000, 1e9)))
+		if r.IntN(10) == 0 {
+			b = time.Time{}
+		}
+		if r.IntN(3) == 0 {
+			b = b.In(time.FixedZone("x", 3600))
+		}
+		ma, mb := metav1.NewMicroTime(a), metav1.NewMicroTime(b)
+		got := compareLeaf(reflect.ValueOf(ma), reflect.ValueOf(mb))
+		ja, errA := json.Marshal(ma)
+		jb, errB := json.Marshal(mb)
+		var want verdict
+		switch {
+		case errA != nil || errB != nil:
+			want = unsure
+		case bytes.Equal(ja, jb):
+			want = same
+		case ma.IsZero() || mb.IsZero():
+			want = unsure
+		default:
+			want = changed
+		}
+		if got != want {
+			t.Fatalf("%v against %v (%s, %s): %d, want %d", a, b, ja, jb, got, want)
+		}
 	}
 }
