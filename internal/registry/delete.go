@@ -93,7 +93,7 @@ func mustWait(k *resources.Kind, obj resources.Object) bool {
 // a re-creation does not mark the new object. If nothing holds the object
 // once marked, it goes at once.
 func (r *Registry) markDeleting(ctx context.Context, res resources.Resource, key, name string, uid types.UID, opts *metav1.DeleteOptions, dryRun bool) (DeleteResult, error) {
-	out, err := r.guaranteedUpdate(ctx, res, key, name, dryRun, func(existing *current) (*attempt, error) {
+	out, err := r.guaranteedUpdate(ctx, res, key, name, 0, dryRun, func(existing *current) (*attempt, error) {
 		if existing == nil {
 			return nil, apierrors.NewNotFound(res.GroupResource(), name)
 		}

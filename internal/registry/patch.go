@@ -57,7 +57,7 @@ func (r *Registry) Patch(ctx context.Context, res resources.Resource, namespace,
 	}
 	key := r.key(res.Kind, namespace, name)
 	w := write{res: res, sub: sub, name: name, allowCreate: patchType == types.ApplyYAMLPatchType && sub == nil}
-	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (*attempt, error) {
+	out, err := r.guaranteedUpdate(ctx, res, key, name, 0, opts.DryRun, func(existing *current) (*attempt, error) {
 		if existing == nil && patchType != types.ApplyYAMLPatchType {
 			return nil, apierrors.NewNotFound(res.GroupResource(), name)
 		}

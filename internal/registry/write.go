@@ -197,7 +197,8 @@ func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace
 	key := r.key(res.Kind, namespace, name)
 	bodyUID := obj.GetUID()
 	w := write{res: res, sub: sub, name: name, allowCreate: res.Kind.Updates.AllowCreateOnUpdate && sub == nil}
-	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (*attempt, error) {
+	seen, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	out, err := r.guaranteedUpdate(ctx, res, key, name, seen, opts.DryRun, func(existing *current) (*attempt, error) {
 		// A uid in the body is a precondition on the stored object.
 		if bodyUID != "" && (existing == nil || existing.obj.GetUID() != bodyUID) {
 			var have types.UID
@@ -391,8 +392,21 @@ type updateFunc func(existing *current) (*attempt, error)
 // a deletionTimestamp and nothing holding it is deleted. The attempt
 // returned is the last one's, its object carrying the stored
 // resourceVersion.
-func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource, key, name string, dryRun bool, fn updateFunc) (*attempt, error) {
+//
+// seen is a revision the object is known to have reached (the
+// resourceVersion an update is conditioned on, 0 when none): a cached
+// state older than it is bound to fail, so storage is read at once. A
+// holder renewing faster than the cache follows (the answer to its last
+// renewal is its next one's precondition) would otherwise pay for every
+// renewal twice.
+func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource, key, name string, seen int64, dryRun bool, fn updateFunc) (*attempt, error) {
 	cur := r.cachedCurrent(res.Kind, key)
+	if cur != nil && cur.rev < seen {
+		var err error
+		if cur, err = r.storedCurrent(ctx, res, key, name); err != nil {
+			return nil, err
+		}
+	}
 	for {
 		a, err := fn(cur)
 		if err != nil {
