@@ -295,8 +295,12 @@ func TestDecide(t *testing.T) {
 			want:  outcome{Update: "holder=a pref=nil transitions=0 until=5s " + oev, Next: 5 * time.Second},
 		},
 		{
-			name:  "released: what candidates showed before does not count",
-			lease: func() *coordinationv1.Lease { l := held("", time.Second); l.Spec.LeaseDurationSeconds = ptr(int32(1)); return l }(),
+			name: "released: what candidates showed before does not count",
+			lease: func() *coordinationv1.Lease {
+				l := held("", time.Second)
+				l.Spec.LeaseDurationSeconds = ptr(int32(1))
+				return l
+			}(),
 			cands: []cand{
 				{name: "a", emulation: "1.35.0", binary: "1.36.0", renew: ago(2 * time.Second), ping: ago(3 * time.Second)},
 				{name: "b", emulation: "1.36.0", binary: "1.36.0", renew: ago(500 * time.Millisecond)},
