@@ -14,10 +14,10 @@ import (
 
 // kube-apiserver's times (pkg/controlplane/controller/leaderelection).
 const (
-	// pingTimeout is how long a pinged candidate has to answer by
+	// PingTimeout is how long a pinged candidate has to answer by
 	// renewing (kube-apiserver's electionDuration). A candidate renewed
 	// this recently needs no ping.
-	pingTimeout = 5 * time.Second
+	PingTimeout = 5 * time.Second
 	// assignedLeaseSeconds is the leaseDurationSeconds of a Lease the
 	// controller hands to a candidate, which the candidate replaces with
 	// its own when it first renews (defaultLeaseDurationSeconds).
@@ -59,16 +59,17 @@ type plan struct {
 // up. decide does not modify its arguments.
 //
 // Where it differs from kube-apiserver, it is to never stall:
-//   - a candidate that did not answer a ping within pingTimeout is dead
+//   - a candidate that did not answer a ping within PingTimeout is dead
 //     until it renews; it is not pinged again, and no election waits for
 //     it;
 //   - an election waits only for answers that could change its outcome
 //     (from candidates better than the best live one), and counts an
-//     answer to a ping as proof of life for 2*pingTimeout, so an answer
+//     answer to a ping as proof of life for 2*PingTimeout, so an answer
 //     is not lost to waiting for a slower candidate;
 //   - after a Lease is released or expires, only proof of life from after
-//     its last renewTime counts, so the holder that just stopped is not
-//     elected again on the strength of an earlier answer;
+//     the release or the end of the term counts, so that neither the
+//     holder that just stopped nor a candidate that stopped meanwhile is
+//     elected on the strength of an earlier renewal;
 //   - an expired Lease is handed out again also when the best candidate
 //     is the expired holder (kube-apiserver leaves it expired, and
 //     client-go never renews an expired Lease: a stall);
@@ -149,11 +150,15 @@ func decide(now time.Time, namespace, name string, lease *coordinationv1.Lease, 
 	// An election: the Lease is missing, free or expired, or a better
 	// candidate than its holder is up. The winner is the best live
 	// candidate, once every better one has proved dead. A Lease that was
-	// released or expired counts only what candidates showed after: the
-	// holder that let it go may have stopped, and so may others.
+	// released or expired counts only what candidates showed since (the
+	// release, or the end of the term): the holder that let it go may
+	// have stopped, and so may others.
 	var since time.Time
-	if lease != nil && !held && lease.Spec.RenewTime != nil {
-		since = lease.Spec.RenewTime.Time
+	if lease != nil && !held {
+		since = expiry(lease)
+		if holderOf(lease) == "" && lease.Spec.RenewTime != nil {
+			since = lease.Spec.RenewTime.Time
+		}
 	}
 	isLive := func(c *coordinationv1beta1.LeaseCandidate) bool { return live(c, now) && c.Spec.RenewTime.After(since) }
 	bestLive := bestOf(alive, isLive)
@@ -164,14 +169,14 @@ func decide(now time.Time, namespace, name string, lease *coordinationv1.Lease, 
 			continue
 		}
 		if stateOf(c, now) == pending {
-			wait = earliest(wait, c.Spec.PingTime.Add(pingTimeout))
+			wait = earliest(wait, c.Spec.PingTime.Add(PingTimeout))
 		} else {
 			ask = append(ask, c)
 		}
 	}
 	if len(ask) > 0 {
 		p.ping = mergePings(ask, refresh)
-		p.next = now.Add(pingTimeout)
+		p.next = now.Add(PingTimeout)
 		return p
 	}
 	p.ping = refresh
@@ -228,9 +233,9 @@ type candidateState int
 const (
 	// responsive: never pinged, or renewed since its last ping.
 	responsive candidateState = iota
-	// pending: pinged less than pingTimeout ago, not renewed since.
+	// pending: pinged less than PingTimeout ago, not renewed since.
 	pending
-	// dead: did not renew within pingTimeout of its last ping.
+	// dead: did not renew within PingTimeout of its last ping.
 	dead
 )
 
@@ -240,21 +245,21 @@ func stateOf(c *coordinationv1beta1.LeaseCandidate, now time.Time) candidateStat
 	if ping == nil || !renew.Before(ping) {
 		return responsive
 	}
-	if now.Before(ping.Add(pingTimeout)) {
+	if now.Before(ping.Add(PingTimeout)) {
 		return pending
 	}
 	return dead
 }
 
 // live reports whether c showed recently that it runs: it renewed within
-// pingTimeout, or answered a ping sent within 2*pingTimeout (so that an
+// PingTimeout, or answered a ping sent within 2*PingTimeout (so that an
 // answer is not lost while the election waits for a slower one).
 func live(c *coordinationv1beta1.LeaseCandidate, now time.Time) bool {
 	ping, renew := c.Spec.PingTime, c.Spec.RenewTime
-	if renew.Add(pingTimeout).After(now) {
+	if renew.Add(PingTimeout).After(now) {
 		return true
 	}
-	return ping != nil && !renew.Before(ping) && ping.Add(2*pingTimeout).After(now)
+	return ping != nil && !renew.Before(ping) && ping.Add(2*PingTimeout).After(now)
 }
 
 // refreshes returns the responsive candidates not renewed for

@@ -154,7 +154,7 @@ func TestDecide(t *testing.T) {
 				{name: "a", emulation: "1.36.0", binary: "1.36.0", renew: stale},
 				{name: "b", emulation: "1.35.0", binary: "1.36.0", renew: stale},
 			},
-			want: outcome{Ping: []string{"a", "b"}, Next: pingTimeout},
+			want: outcome{Ping: []string{"a", "b"}, Next: PingTimeout},
 		},
 		{
 			name: "the best is live: elect without asking the others",
@@ -171,7 +171,7 @@ func TestDecide(t *testing.T) {
 				{name: "b", emulation: "1.35.0", binary: "1.36.0", renew: fresh},
 				{name: "c", emulation: "1.36.0", binary: "1.36.0", renew: stale},
 			},
-			want: outcome{Ping: []string{"a"}, Next: pingTimeout},
+			want: outcome{Ping: []string{"a"}, Next: PingTimeout},
 		},
 		{
 			name: "a better candidate pinged: wait for its answer",
@@ -203,7 +203,7 @@ func TestDecide(t *testing.T) {
 				{name: "a", emulation: "1.34.0", binary: "1.36.0", renew: ago(10 * time.Second), ping: ago(11 * time.Second)},
 				{name: "b", emulation: "1.35.0", binary: "1.36.0", renew: fresh},
 			},
-			want: outcome{Ping: []string{"a"}, Next: pingTimeout},
+			want: outcome{Ping: []string{"a"}, Next: PingTimeout},
 		},
 		{
 			name: "dead candidates are not pinged again; with none live, nothing to do",
@@ -246,7 +246,7 @@ func TestDecide(t *testing.T) {
 				{name: "a", emulation: "1.36.0", binary: "1.36.0", renew: stale},
 				{name: "b", emulation: "1.35.0", binary: "1.36.0", renew: stale},
 			},
-			want: outcome{Ping: []string{"a", "b"}, Next: pingTimeout},
+			want: outcome{Ping: []string{"a", "b"}, Next: PingTimeout},
 		},
 		{
 			name:  "the preferred holder's candidate is gone: cleared, the holder keeps the lease",
@@ -274,6 +274,15 @@ func TestDecide(t *testing.T) {
 				{name: "c", emulation: "1.36.0", binary: "1.36.0", renew: fresh},
 			},
 			want: outcome{Update: "holder=a pref=nil transitions=4 until=5s " + oev, Next: 5 * time.Second},
+		},
+		{
+			name:  "expired: what candidates showed before the term ended does not count",
+			lease: withPref(held("a", 16*time.Second), "p"),
+			cands: []cand{
+				{name: "a", emulation: "1.35.0", binary: "1.36.0", renew: stale},
+				{name: "p", emulation: "1.34.0", binary: "1.36.0", renew: ago(2 * time.Second)},
+			},
+			want: outcome{Ping: []string{"a", "p"}, Next: PingTimeout},
 		},
 		{
 			name:  "expired, the holder dead: the next best, counted as a transition",
@@ -305,7 +314,7 @@ func TestDecide(t *testing.T) {
 				{name: "a", emulation: "1.35.0", binary: "1.36.0", renew: ago(2 * time.Second), ping: ago(3 * time.Second)},
 				{name: "b", emulation: "1.36.0", binary: "1.36.0", renew: ago(500 * time.Millisecond)},
 			},
-			want: outcome{Ping: []string{"a"}, Next: pingTimeout},
+			want: outcome{Ping: []string{"a"}, Next: PingTimeout},
 		},
 		{
 			name: "the newest binaries decide the strategy, and must agree",
