@@ -94,16 +94,22 @@ func Handovers(t *testing.T, e Env) []Measured {
 	stalls := e.setUp(t)
 	const lease = "controller"
 	h := Watch(t, e.Client(0), e.Namespace, lease)
+	defer h.Stop()
 	terms := &Terms{}
 	tm := ScenarioTiming
-	n := 0
+	var all []*Candidate
+	defer func() {
+		for _, c := range all {
+			c.Stop()
+		}
+	}()
 	start := func(name, binary, emulation string, noElector bool) *Candidate {
 		c := Start(t, Config{
-			Client: e.Client(n), Namespace: e.Namespace, Lease: lease, Name: name,
+			Client: e.Client(len(all)), Namespace: e.Namespace, Lease: lease, Name: name,
 			BinaryVersion: binary, EmulationVersion: emulation, Timing: tm,
 			ReleaseOnCancel: true, NoElector: noElector, Terms: terms,
 		})
-		n++
+		all = append(all, c)
 		return c
 	}
 	var out []Measured
@@ -177,16 +183,22 @@ func PreferredHolderGone(t *testing.T, e Env) Measured {
 	stalls := e.setUp(t)
 	const lease = "stall"
 	h := Watch(t, e.Client(0), e.Namespace, lease)
+	defer h.Stop()
 	terms := &Terms{}
 	tm := ScenarioTiming
-	n := 0
+	var all []*Candidate
+	defer func() {
+		for _, c := range all {
+			c.Stop()
+		}
+	}()
 	start := func(name, binary, emulation string, noElector bool) *Candidate {
 		c := Start(t, Config{
-			Client: e.Client(n), Namespace: e.Namespace, Lease: lease, Name: name,
+			Client: e.Client(len(all)), Namespace: e.Namespace, Lease: lease, Name: name,
 			BinaryVersion: binary, EmulationVersion: emulation, Timing: tm,
 			NoElector: noElector, Terms: terms,
 		})
-		n++
+		all = append(all, c)
 		return c
 	}
 	start("a", "1.36.0", "1.35.0", false)
