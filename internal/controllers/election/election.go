@@ -28,9 +28,12 @@ const Name = "coordinated-leader-election"
 const (
 	// manager is the field manager of the controller's writes.
 	manager = "leasehold"
-	// retryAfterError is when a Lease is looked at again after a write
-	// failed (a conflict, most often: a newer state is on its way).
-	retryAfterError = time.Second
+	// retryAfterConflict is when a Lease is looked at again after a
+	// write met a newer state (which is on its way to the mirrors), and
+	// retryAfterError after any other failure (kube-apiserver's requeue
+	// interval).
+	retryAfterConflict = time.Second
+	retryAfterError    = 5 * time.Second
 	// gcInterval is how often expired candidates are looked for
 	// (kube-apiserver: every 30 minutes, so they go 30 to 60 minutes
 	// after their last renewal; here 30 to 31).
@@ -67,8 +70,9 @@ type controller struct {
 	leaseRes, candRes resources.Resource
 	leases, cands     *mirror // cands indexed by namespace/spec.leaseName
 	queue             *queue
-	// lastErr is the last decide error logged per Lease, so that it is
-	// logged once, not at every renewal; the worker's alone.
+	// lastErr is the last failure logged per Lease (no election, a write
+	// refused), so that it is logged once, not at every step; the
+	// worker's alone.
 	lastErr map[string]string
 }
 
@@ -158,20 +162,31 @@ func (c *controller) reconcile(ctx context.Context, k string) time.Time {
 	}
 	now := c.now()
 	p := decide(now, namespace, name, lease, cands)
-	if p.err != nil {
-		if msg := p.err.Error(); c.lastErr[k] != msg {
-			c.log.Warn("no election for lease", "lease", k, "err", p.err)
+	failed := false
+	// warn logs a failure of this Lease once, not at every step.
+	warn := func(what string, err error) {
+		failed = true
+		if msg := what + ": " + err.Error(); c.lastErr[k] != msg {
+			c.log.Warn(what, "lease", k, "err", err)
 			c.lastErr[k] = msg
 		}
-	} else {
-		delete(c.lastErr, k)
+	}
+	defer func() {
+		if !failed {
+			delete(c.lastErr, k)
+		}
+	}()
+	if p.err != nil {
+		warn("no election for lease", p.err)
 	}
 	next := p.next
 	retry := func(what string, err error) {
-		next = earliest(next, now.Add(retryAfterError))
-		if ctx.Err() == nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
-			c.log.Warn(what, "lease", k, "err", err)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || ctx.Err() != nil {
+			next = earliest(next, now.Add(retryAfterConflict))
+			return
 		}
+		next = earliest(next, now.Add(retryAfterError))
+		warn(what, err)
 	}
 	for _, cand := range p.ping {
 		upd := cand.DeepCopy()
