@@ -698,8 +698,9 @@ func (k *kindSuite) testValidation(t *testing.T) {
 	if want := fmt.Sprintf("%s %q is invalid", schemaKind(k.f.Resource), bad.GetName()); !strings.HasPrefix(st.Message, want) {
 		t.Errorf("message %q, want it to start %q", st.Message, want)
 	}
-	// An invalid name, the generic rule.
-	badName := k.object(t, "Not_A_Name", nil)
+	// A name no kind accepts: not a DNS name, nor a ConfigMap key (which
+	// LeaseCandidates are named by).
+	badName := k.object(t, "not:a:name", nil)
 	if _, err := k.client().Create(t.Context(), badName, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("create with an invalid name: %v, want 422", err)
 	}

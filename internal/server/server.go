@@ -27,6 +27,7 @@ import (
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/controllers"
+	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/datadir"
 	"github.com/leasehold/leasehold/internal/httpserver"
@@ -267,9 +268,13 @@ func New(cfg Config) (*Server, error) {
 // controllerList is every controller the server runs beside the
 // registry.
 func (s *Server) controllerList() []controllers.Controller {
-	return []controllers.Controller{
+	cs := []controllers.Controller{
 		namespacecontroller.New(s.reg, s.log),
 	}
+	if _, ok := s.reg.ResourceFor(electioncontroller.LeaseCandidates); ok && s.cfg.CoordinatedLeaderElection {
+		cs = append(cs, electioncontroller.New(s.reg, s.log))
+	}
+	return cs
 }
 
 // newRegistry builds what serves kinds: the codec, the OpenAPI documents
