@@ -102,6 +102,17 @@ type descs struct {
 // New returns an Observer of the leases reg serves. It serves nothing
 // until Run runs.
 func New(reg *registry.Registry, opts Options) (*Observer, error) {
+	leases, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	if !ok {
+		return nil, errors.New("leasemetrics: leases are not served")
+	}
+	o := newObserver(opts)
+	o.reg, o.leases = reg, leases
+	return o, nil
+}
+
+// newObserver returns an Observer that nothing feeds yet.
+func newObserver(opts Options) *Observer {
 	if opts.SmallNamespace == 0 {
 		opts.SmallNamespace = 64
 	}
@@ -114,15 +125,9 @@ func New(reg *registry.Registry, opts Options) (*Observer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	leases, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
-	if !ok {
-		return nil, errors.New("leasemetrics: leases are not served")
-	}
 	ns := []string{"namespace"}
 	one := []string{"namespace", "name"}
-	o := &Observer{
-		reg:    reg,
-		leases: leases,
+	return &Observer{
 		opts:   opts,
 		log:    opts.Logger.With("controller", "lease-metrics"),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -150,7 +155,6 @@ func New(reg *registry.Registry, opts Options) (*Observer, error) {
 		namespaces: map[string]*namespace{},
 		expiring:   btree.NewG(32, byDeadline),
 	}
-	return o, nil
 }
 
 func byDeadline(a, b *entry) bool {
