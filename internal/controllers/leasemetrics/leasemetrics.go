@@ -128,8 +128,8 @@ func newObserver(opts Options) *Observer {
 	ns := []string{"namespace"}
 	one := []string{"namespace", "name"}
 	return &Observer{
-		opts:   opts,
-		log:    opts.Logger.With("controller", "lease-metrics"),
+		opts: opts,
+		log:  opts.Logger.With("controller", "lease-metrics"),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "leasehold_lease_renewals_total",
 			Help: "Renewals of leases (a new renewTime with the same holder), per namespace.",
