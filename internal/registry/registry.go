@@ -231,3 +231,14 @@ func (r *Registry) jsonInfo() runtime.SerializerInfo {
 
 // Codecs returns the codecs objects are encoded with.
 func (r *Registry) Codecs() *codec.Codecs { return r.codecs }
+
+// Count returns how many objects of k the watch cache holds now, or -1
+// before its first list (kube-apiserver's apiserver_storage_objects reports
+// a failed count as -1).
+func (r *Registry) Count(k *resources.Kind) int {
+	s := r.cache(k).Current()
+	if s == nil {
+		return -1
+	}
+	return s.Len()
+}
