@@ -246,4 +246,3 @@ func cutPrefix(s, prefix string) (string, bool) {
 	}
 	return s[len(prefix):], true
 }
-

@@ -56,6 +56,8 @@ type Registry struct {
 	now       func() time.Time
 	watch     watchSettings
 
+	typeConverter managedfields.TypeConverter
+
 	kinds []*resources.Kind
 	// state holds each kind's cache and field managers.
 	state map[*resources.Kind]*kindState
@@ -70,6 +72,8 @@ type kindState struct {
 	// fieldManagers track managedFields per served version and
 	// subresource.
 	fieldManagers map[fieldManagerKey]*managedfields.FieldManager
+	// owners remembers the objects the managedFields fast path may take.
+	owners soleOwners
 }
 
 // watchSettings are the timings of watches.
@@ -96,16 +100,17 @@ func New(cfg Config) (*Registry, error) {
 		cfg.BookmarkInterval = time.Minute
 	}
 	r := &Registry{
-		store:     cfg.Store,
-		codecs:    cfg.Codecs,
-		prefix:    cfg.Prefix,
-		admission: cfg.Admission,
-		log:       cfg.Logger,
-		now:       cfg.Now,
-		watch:     watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
-		kinds:     cfg.Kinds,
-		state:     make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
-		byGVR:     map[schema.GroupVersionResource]resources.Resource{},
+		store:         cfg.Store,
+		codecs:        cfg.Codecs,
+		prefix:        cfg.Prefix,
+		admission:     cfg.Admission,
+		log:           cfg.Logger,
+		now:           cfg.Now,
+		watch:         watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
+		typeConverter: cfg.TypeConverter,
+		kinds:         cfg.Kinds,
+		state:         make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
+		byGVR:         map[schema.GroupVersionResource]resources.Resource{},
 	}
 	var caches []*watchcache.Cache
 	for _, k := range cfg.Kinds {
@@ -124,6 +129,22 @@ func New(cfg Config) (*Registry, error) {
 				return nil, err
 			}
 			st.fieldManagers = fms
+		}
+		cache := st.cache
+		st.owners.size = func() int {
+			if s := cache.Current(); s != nil {
+				return s.Len()
+			}
+			return 0
+		}
+		st.owners.live = func(key string, rev int64) bool {
+			s := cache.Current()
+			if s == nil {
+				return false
+			}
+			o, ok := s.Get(key)
+			// The cache may lag the store: a newer revision is kept.
+			return ok && o.Rev <= rev || !ok && s.Rev < rev
 		}
 		r.state[k] = st
 		caches = append(caches, st.cache)
@@ -210,3 +231,14 @@ func (r *Registry) jsonInfo() runtime.SerializerInfo {
 
 // Codecs returns the codecs objects are encoded with.
 func (r *Registry) Codecs() *codec.Codecs { return r.codecs }
+
+// Count returns how many objects of k the watch cache holds now, or -1
+// before its first list (kube-apiserver's apiserver_storage_objects reports
+// a failed count as -1).
+func (r *Registry) Count(k *resources.Kind) int {
+	s := r.cache(k).Current()
+	if s == nil {
+		return -1
+	}
+	return s.Len()
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -83,10 +84,12 @@ func TestKinds(t *testing.T) {
 			Invalid:      func(obj map[string]any) { obj["metadata"].(map[string]any)["name"] = "not.a.label" },
 			InvalidField: "metadata.name",
 		},
-		"roles":               rbacRoleFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"})),
-		"clusterroles":        rbacRoleFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"})),
-		"rolebindings":        rbacBindingFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}), "Role"),
-		"clusterrolebindings": rbacBindingFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}), "ClusterRole"),
+		"roles":                    rbacRoleFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"})),
+		"clusterroles":             rbacRoleFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"})),
+		"rolebindings":             rbacBindingFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}), "Role"),
+		"clusterrolebindings":      rbacBindingFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}), "ClusterRole"),
+		"leasecandidates":          candidateFixture(storage(schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"})),
+		"leasecandidates.v1alpha2": candidateFixture(resources.Find(kinds, schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}).Resources()[1]),
 		"widgets.v2": {
 			Resource: resources.Find(kinds, schema.GroupKind{Group: widgetVersion.Group, Kind: "Widget"}).Resources()[1],
 			Content: func() map[string]any {
@@ -200,5 +203,24 @@ func rbacBindingFixture(res resources.Resource, roleKind string) kindtest.Fixtur
 		Invalid:      func(obj map[string]any) { obj["subjects"].([]any)[0].(map[string]any)["kind"] = "Robot" },
 		InvalidField: "subjects[0].kind",
 		InvalidName:  "a%b",
+	}
+}
+
+// candidateFixture is the suite's LeaseCandidate at res's version. Its
+// strategy is a third party's, so the coordinated election controller
+// only creates the Lease it names and never pings the suite's candidates.
+func candidateFixture(res resources.Resource) kindtest.Fixture {
+	return kindtest.Fixture{
+		Resource: res,
+		Content: func() map[string]any {
+			return map[string]any{"spec": map[string]any{
+				"leaseName": "kindtest", "binaryVersion": "1.36.0", "emulationVersion": "1.35.0",
+				"strategy":  "example.com/kindtest",
+				"renewTime": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
+			}}
+		},
+		Change:       annotate,
+		Invalid:      func(obj map[string]any) { obj["spec"].(map[string]any)["binaryVersion"] = "v1" },
+		InvalidField: "spec.binaryVersion",
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/endpoints"
 	"github.com/leasehold/leasehold/internal/resources/lease"
+	"github.com/leasehold/leasehold/internal/resources/leasecandidate"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
 	"github.com/leasehold/leasehold/internal/resources/rbac"
 )
@@ -15,14 +16,15 @@ import (
 // Options are the server settings that change what is served.
 type Options struct {
 	// CoordinatedLeaderElection serves coordinated leader election: Lease
-	// spec.strategy and spec.preferredHolder are kept; without it they
-	// are dropped, as kube-apiserver does while its feature gate is off.
+	// spec.strategy and spec.preferredHolder are kept, and LeaseCandidates
+	// are served; without it the fields are dropped and LeaseCandidates
+	// not served, as kube-apiserver does while its feature gate is off.
 	CoordinatedLeaderElection bool
 }
 
 // Kinds returns a fresh list of the served kinds.
 func Kinds(opts Options) []*resources.Kind {
-	return []*resources.Kind{
+	kinds := []*resources.Kind{
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
@@ -31,4 +33,8 @@ func Kinds(opts Options) []*resources.Kind {
 		rbac.NewRole(),
 		rbac.NewRoleBinding(),
 	}
+	if opts.CoordinatedLeaderElection {
+		kinds = append(kinds, leasecandidate.New())
+	}
+	return kinds
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -79,6 +80,19 @@ type Options struct {
 	// FS replaces the operating system's file system. Tests inject disk
 	// faults with it (pebble's vfs/errorfs).
 	FS vfs.FS
+	// OnCommit, when set, is told of every group commit that reached
+	// pebble, from the committer goroutine: it must return quickly.
+	OnCommit func(CommitStats)
+}
+
+// CommitStats describe one group commit, for metrics.
+type CommitStats struct {
+	// Writes is the number of writes the batch committed.
+	Writes int
+	// Sync is how long pebble took to commit the batch and fsync its WAL.
+	Sync time.Duration
+	// Err is the commit's failure, nil when it is durable.
+	Err error
 }
 
 func (o *Options) setDefaults() error {
