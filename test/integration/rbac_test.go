@@ -201,6 +201,17 @@ func TestRBACAggregation(t *testing.T) {
 	}) || !slices.ContainsFunc(edit.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == "clusterrole-aggregation-controller" }) {
 		t.Errorf("edit at start: %+v", edit)
 	}
+	// Aggregation nests (admin gathers edit, which gathers view): at start
+	// admin and edit already hold every rule of view.
+	view := must[*rbacv1.ClusterRole](t)(roles.Get(t.Context(), "view", metav1.GetOptions{}))
+	adminRole := must[*rbacv1.ClusterRole](t)(roles.Get(t.Context(), "admin", metav1.GetOptions{}))
+	for _, outer := range []*rbacv1.ClusterRole{edit, adminRole} {
+		for _, r := range view.Rules {
+			if !slices.ContainsFunc(outer.Rules, func(p rbacv1.PolicyRule) bool { return cmpRule(p, r) }) {
+				t.Errorf("%s at start lacks view's rule %+v", outer.Name, r)
+			}
+		}
+	}
 	widgets := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}
 	extra := clusterRole("widget-viewer", widgets)
 	extra.Labels = map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}

@@ -92,8 +92,11 @@ func (c *controller) run(ctx context.Context) error {
 	}
 }
 
-// syncAll lists the ClusterRoles and syncs each; it returns the revision
-// of the list (0 when the list failed) and what failed.
+// syncAll lists the ClusterRoles and syncs each, in passes until one
+// changes nothing: a role may aggregate another aggregated role (admin
+// gathers edit, which gathers view), and each pass reads what the one
+// before wrote. It returns the revision of the list (0 when the list
+// failed) and what failed.
 func (c *controller) syncAll(ctx context.Context) (int64, error) {
 	list, err := c.reg.List(ctx, c.roles, "", &metainternalversion.ListOptions{})
 	if err != nil {
@@ -103,23 +106,37 @@ func (c *controller) syncAll(ctx context.Context) (int64, error) {
 	for i, item := range list.Items {
 		roles[i] = item.Obj.(*rbacv1.ClusterRole)
 	}
-	var errs []error
-	for _, r := range roles {
-		if err := c.sync(ctx, r, roles); err != nil {
-			errs = append(errs, fmt.Errorf("clusterrole %s: %w", r.Name, err))
+	// Each pass that changes something settles at least one more level of
+	// nesting, so len(roles)+1 passes always end (a cycle of aggregations
+	// settles too: rules only accumulate).
+	for pass := 0; pass <= len(roles); pass++ {
+		var errs []error
+		changed := false
+		for i, r := range roles {
+			updated, err := c.sync(ctx, r, roles)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("clusterrole %s: %w", r.Name, err))
+			}
+			if updated != nil {
+				roles[i], changed = updated, true
+			}
+		}
+		if len(errs) > 0 || !changed {
+			return list.ResourceVersion, errors.Join(errs...)
 		}
 	}
-	return list.ResourceVersion, errors.Join(errs...)
+	return list.ResourceVersion, nil
 }
 
-// sync gives r, when aggregated, the rules its selectors gather.
-func (c *controller) sync(ctx context.Context, r *rbacv1.ClusterRole, roles []*rbacv1.ClusterRole) error {
+// sync gives r, when aggregated, the rules its selectors gather; it
+// returns r as written when it changed.
+func (c *controller) sync(ctx context.Context, r *rbacv1.ClusterRole, roles []*rbacv1.ClusterRole) (*rbacv1.ClusterRole, error) {
 	rules, ok, err := rbac.Aggregate(r, roles)
 	if !ok || err != nil {
-		return err
+		return nil, err
 	}
 	if equality.Semantic.DeepEqual(rules, r.Rules) {
-		return nil
+		return nil, nil
 	}
 	apply, err := json.Marshal(map[string]any{
 		"apiVersion": rbacv1.SchemeGroupVersion.String(),
@@ -128,14 +145,19 @@ func (c *controller) sync(ctx context.Context, r *rbacv1.ClusterRole, roles []*r
 		"rules":      rules,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, err = c.reg.Patch(ctx, c.roles, "", r.Name, "", types.ApplyYAMLPatchType, apply,
 		registry.PatchOptions{WriteOptions: registry.WriteOptions{Manager: fieldManager}, Force: true, FieldValidation: metav1.FieldValidationStrict})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	updated := r.DeepCopy()
+	updated.Rules = rules
+	return updated, nil
 }
 
 // waitForChange returns once a ClusterRole changes after rev.
