@@ -93,9 +93,10 @@ func (s *sink) Run(ctx context.Context, flushTimeout time.Duration) error {
 // for the next swap.
 func (s *sink) flush(spare []byte) []byte {
 	s.mu.Lock()
-	b := s.buf
+	all := s.buf
 	s.buf = spare[:0]
 	s.mu.Unlock()
+	b := all
 	for len(b) > 0 {
 		n := len(b)
 		if n > maxChunk {
@@ -114,7 +115,9 @@ func (s *sink) flush(spare []byte) []byte {
 		}
 		b = b[n:]
 	}
-	return b[:0:cap(b)]
+	// The whole buffer, not what is left of b (nothing, at the end of
+	// it): reused, it spares the requests growing a new one.
+	return all[:0]
 }
 
 // report logs how many events were dropped or lost since the last
