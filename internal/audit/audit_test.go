@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,34 @@ func TestEncodeEvent(t *testing.T) {
 				t.Errorf("encoding differs from encoding/json:\n got %s\nwant %s", got, want)
 			}
 		})
+	}
+	// A record's authorization annotations, kept apart from the map.
+	extra := [][2]string{{"authorization.k8s.io/decision", "forbid"}, {"authorization.k8s.io/reason", "no <rule>"}}
+	for name, ev := range map[string]auditv1.Event{"annotated": full, "annotated minimal": minimal} {
+		t.Run(name, func(t *testing.T) {
+			got := string(appendEventAnnotated(nil, &ev, extra))
+			merged := maps.Clone(ev.Annotations)
+			if merged == nil {
+				merged = map[string]string{}
+			}
+			for _, kv := range extra {
+				merged[kv[0]] = kv[1]
+			}
+			ev.Annotations = merged
+			if want := kubeEncode(t, ev); got != want {
+				t.Errorf("encoding differs from encoding/json:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+	// Timestamps: microseconds in UTC, the years AppendFormat writes
+	// otherwise.
+	for _, at := range []time.Time{time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 24, 23, 59, 59, 0, time.FixedZone("y", -7200))} {
+		ev := minimal
+		ev.RequestReceivedTimestamp, ev.StageTimestamp = metav1.NewMicroTime(at), metav1.NewMicroTime(at.Add(time.Microsecond))
+		if got, want := string(appendEvent(nil, &ev)), kubeEncode(t, ev); got != want {
+			t.Errorf("%v:\n got %s\nwant %s", at, got, want)
+		}
 	}
 }
 

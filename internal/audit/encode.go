@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -16,7 +17,12 @@ import (
 // writes for it, kind and apiVersion first. It is written by hand because
 // it runs on every audited request: encoding/json takes several times as
 // long. TestEncodeEvent checks it against encoding/json.
-func appendEvent(b []byte, ev *auditv1.Event) []byte {
+func appendEvent(b []byte, ev *auditv1.Event) []byte { return appendEventAnnotated(b, ev, nil) }
+
+// appendEventAnnotated is appendEvent with more annotations than
+// ev.Annotations: extra, key and value pairs sorted by key, whose values
+// win over the map's.
+func appendEventAnnotated(b []byte, ev *auditv1.Event, extra [][2]string) []byte {
 	b = append(b, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":`...)
 	b = appendString(b, string(ev.Level))
 	b = append(b, `,"auditID":`...)
@@ -69,20 +75,26 @@ func appendEvent(b []byte, ev *auditv1.Event) []byte {
 	b = appendMicroTime(b, ev.RequestReceivedTimestamp)
 	b = append(b, `,"stageTimestamp":`...)
 	b = appendMicroTime(b, ev.StageTimestamp)
-	if len(ev.Annotations) > 0 {
+	if len(ev.Annotations) > 0 || len(extra) > 0 {
 		b = append(b, `,"annotations":{`...)
-		keys := make([]string, 0, len(ev.Annotations))
-		for k := range ev.Annotations {
-			keys = append(keys, k)
+		if len(ev.Annotations) > 0 {
+			// extra's values win over the map's.
+			all := append(make([][2]string, 0, len(ev.Annotations)+len(extra)), extra...)
+			for k, v := range ev.Annotations {
+				if !slices.ContainsFunc(extra, func(kv [2]string) bool { return kv[0] == k }) {
+					all = append(all, [2]string{k, v})
+				}
+			}
+			slices.SortFunc(all, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+			extra = all
 		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, kv := range extra {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = appendString(b, kv[0])
 			b = append(b, ':')
-			b = appendString(b, ev.Annotations[k])
+			b = appendString(b, kv[1])
 		}
 		b = append(b, '}')
 	}
@@ -204,9 +216,40 @@ func appendMicroTime(b []byte, t metav1.MicroTime) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
+	u := t.UTC()
+	year, month, day := u.Date()
+	if year < 0 || year > 9999 {
+		b = append(b, '"')
+		b = u.AppendFormat(b, metav1.RFC3339Micro)
+		return append(b, '"')
+	}
+	// 2006-01-02T15:04:05.000000Z, as AppendFormat writes it, faster.
+	hour, minute, sec := u.Clock()
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, metav1.RFC3339Micro)
-	return append(b, '"')
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, u.Nanosecond()/1000, 6)
+	return append(b, 'Z', '"')
+}
+
+// appendDigits writes n (0 <= n < 10^width) in width digits.
+func appendDigits(b []byte, n, width int) []byte {
+	var tmp [6]byte
+	for i := width - 1; i >= 0; i-- {
+		tmp[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, tmp[:width]...)
 }
 
 func appendInt(b []byte, n int64) []byte {
@@ -244,6 +287,14 @@ func appendStrings(b []byte, ss []string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII says which ASCII bytes a JSON string holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString writes s as encoding/json does with HTML escaping:
 // control characters, <, > and & as \u00XX (\b \f \n \r \t by name), "
 // and \ escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
@@ -252,7 +303,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainASCII[c] {
 				i++
 				continue
 			}

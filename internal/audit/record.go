@@ -111,6 +111,17 @@ type Record struct {
 	ev auditv1.Event
 	// started is set once the response status code is known.
 	started bool
+	// status is where ev.ResponseStatus points, and annotations the
+	// authorization annotations, kept in the record rather than in
+	// allocations of their own (ev.Annotations stays nil).
+	status      metav1.Status
+	annotations [2][2]string
+}
+
+// setStatus makes st the response status.
+func (r *Record) setStatus(st metav1.Status) {
+	r.status = st
+	r.ev.ResponseStatus = &r.status
 }
 
 // Begin starts the record of a request, as kube-apiserver's audit filter
@@ -229,11 +240,8 @@ func (r *Record) Authorized(allowed bool, reason string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ev.Annotations == nil {
-		r.ev.Annotations = make(map[string]string, 2)
-	}
-	r.ev.Annotations["authorization.k8s.io/decision"] = decision
-	r.ev.Annotations["authorization.k8s.io/reason"] = reason
+	// In the order of their keys, as encoded.
+	r.annotations = [2][2]string{{"authorization.k8s.io/decision", decision}, {"authorization.k8s.io/reason", reason}}
 }
 
 // RequestObject records what the request's body says: the object's name,
@@ -301,7 +309,7 @@ func (r *Record) ResponseObject(status *metav1.Status, encode func() ([]byte, er
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if status != nil {
-		r.ev.ResponseStatus = &metav1.Status{Status: status.Status, Message: status.Message, Reason: status.Reason, Details: status.Details, Code: status.Code}
+		r.setStatus(metav1.Status{Status: status.Status, Message: status.Message, Reason: status.Reason, Details: status.Details, Code: status.Code})
 	}
 	if raw != nil {
 		r.ev.ResponseObject = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
@@ -321,7 +329,7 @@ func (r *Record) ResponseStarted(code int) {
 	}
 	r.started = true
 	if r.ev.ResponseStatus == nil {
-		r.ev.ResponseStatus = &metav1.Status{}
+		r.setStatus(metav1.Status{})
 	}
 	r.ev.ResponseStatus.Code = int32(code)
 	if r.longRunning {
@@ -338,7 +346,7 @@ func (r *Record) FailedAuthentication(status *metav1.Status) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ev.ResponseStatus = &metav1.Status{Status: status.Status, Message: status.Message, Reason: status.Reason, Details: status.Details, Code: status.Code}
+	r.setStatus(metav1.Status{Status: status.Status, Message: status.Message, Reason: status.Reason, Details: status.Details, Code: status.Code})
 	r.started = true
 	r.stageLocked(auditv1.StageResponseStarted)
 }
@@ -353,7 +361,7 @@ func (r *Record) Complete() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ev.ResponseStatus == nil {
-		r.ev.ResponseStatus = &metav1.Status{Code: http.StatusOK, Status: metav1.StatusSuccess, Message: "Connection closed early"}
+		r.setStatus(metav1.Status{Code: http.StatusOK, Status: metav1.StatusSuccess, Message: "Connection closed early"})
 		if r.longRunning {
 			r.stageLocked(auditv1.StageResponseStarted)
 		}
@@ -368,10 +376,10 @@ func (r *Record) Panic(p any) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ev.ResponseStatus = &metav1.Status{
+	r.setStatus(metav1.Status{
 		Code: http.StatusInternalServerError, Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError,
 		Message: fmt.Sprintf("APIServer panic'd: %v", p),
-	}
+	})
 	r.stageLocked(auditv1.StagePanic)
 }
 
@@ -393,7 +401,11 @@ func (r *Record) stageLocked(s auditv1.Stage) {
 		r.ev.StageTimestamp = metav1.NewMicroTime(r.log.now())
 	}
 	bp := r.log.lines.Get().(*[]byte)
-	line := appendEvent((*bp)[:0], &r.ev)
+	extra := r.annotations[:]
+	if r.annotations[0][0] == "" {
+		extra = nil
+	}
+	line := appendEventAnnotated((*bp)[:0], &r.ev, extra)
 	r.log.sink.add(line)
 	*bp = line
 	r.log.lines.Put(bp)
