@@ -48,7 +48,7 @@ func newFastPathEnv(tb testing.TB) *fastPathEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	reg, err := New(Config{Codecs: codecs, Kinds: kinds, TypeConverter: tc})
+	reg, err := New(Config{Codecs: codecs, Kinds: kinds, TypeConverter: tc, AtomicList: docs.AtomicList})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func randEndpoints(r *rand.Rand) *corev1.Endpoints {
 }
 
 func mutateEndpoints(r *rand.Rand, e *corev1.Endpoints) {
-	switch r.IntN(5) {
+	switch r.IntN(8) {
 	case 0:
 		e.Subsets = []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: pick(r, "10.0.0.1", "10.0.0.3")}}}}
 	case 1:
@@ -206,6 +206,20 @@ func mutateEndpoints(r *rand.Rand, e *corev1.Endpoints) {
 			slices.Reverse(e.Subsets[i].Addresses)
 			e.Subsets[i].Addresses = append(e.Subsets[i].Addresses, corev1.EndpointAddress{IP: "10.0.0.9"})
 			slices.Reverse(e.Subsets[i].Addresses)
+		}
+	case 5: // empty, not nil: the same on the wire
+		for i := range e.Subsets {
+			e.Subsets[i].NotReadyAddresses = pick(r, []corev1.EndpointAddress{}, nil)
+		}
+	case 6:
+		for i := range e.Subsets {
+			e.Subsets[i].Ports = pick(r, []corev1.EndpointPort{{Port: 80}}, []corev1.EndpointPort{{Port: 81, Name: "http"}}, nil)
+		}
+	case 7:
+		if len(e.Subsets) > 0 {
+			e.Subsets = append(e.Subsets, corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.0.1.1"}}})
+		} else {
+			e.Subsets = []corev1.EndpointSubset{}
 		}
 	}
 }
@@ -247,7 +261,7 @@ func (e *fastPathEnv) trial(t testing.TB, r *rand.Rand) bool {
 		return false // the registry would not try the fast path
 	}
 	now := time.Now()
-	fast, ok := fastUpdate(live, obj.DeepCopyObject().(resources.Object), m, res.APIVersion(), now)
+	fast, ok := e.reg.compare.fastUpdate(live, obj.DeepCopyObject().(resources.Object), m, res.APIVersion(), now)
 	if !ok {
 		return false
 	}
@@ -263,7 +277,7 @@ func (e *fastPathEnv) trial(t testing.TB, r *rand.Rand) bool {
 				t.Fatalf("the slow path kept the time, the fast path moved it\nlive %+v\nobj  %+v", live, obj)
 			}
 		case want[0].Time.Time.Before(before.Add(-time.Second)) || want[0].Time.Time.After(after.Add(time.Second)) || !got[0].Time.Time.Equal(now.UTC()):
-			t.Fatalf("times: slow %v, fast %v", want[0].Time, got[0].Time)
+			t.Fatalf("times: slow %v, fast %v\nlive %+v\nobj  %+v", want[0].Time, got[0].Time, live, obj)
 		}
 		got[0].Time, want[0].Time = nil, nil
 	}
@@ -306,9 +320,21 @@ func TestManagedFieldsFastPath(t *testing.T) {
 		if !echo {
 			renew.ManagedFields = nil
 		}
-		if _, ok := fastUpdate(live, renew, "kubelet", "coordination.k8s.io/v1", time.Now()); !ok {
+		if _, ok := e.reg.compare.fastUpdate(live, renew, "kubelet", "coordination.k8s.io/v1", time.Now()); !ok {
 			t.Errorf("a renewal (managedFields echoed: %t) missed the fast path", echo)
 		}
+	}
+
+	// An endpoints controller's update: other addresses, its subsets an
+	// atomic list.
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, Subsets: []corev1.EndpointSubset{{
+		Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}}, Ports: []corev1.EndpointPort{{Port: 80}},
+	}}}
+	liveEp := e.slow(e.endpts, e.endpts.New(), ep, "endpoint-controller")
+	next := liveEp.DeepCopyObject().(*corev1.Endpoints)
+	next.Subsets[0].Addresses = append(next.Subsets[0].Addresses, corev1.EndpointAddress{IP: "10.0.0.2"})
+	if _, ok := e.reg.compare.fastUpdate(liveEp, next, "endpoint-controller", "v1", time.Now()); !ok {
+		t.Errorf("an endpoints update of its addresses missed the fast path")
 	}
 }
 

@@ -80,7 +80,7 @@ func (r *Registry) trackUpdate(res resources.Resource, subresource, key string, 
 	}
 	fast := subresource == "" && fastPathKind(res.Kind)
 	if fast && existing != nil && existing.rev != 0 && r.state[res.Kind].owners.at(key) == existing.rev {
-		if out, ok := fastUpdate(live, obj, manager, res.APIVersion(), r.now()); ok {
+		if out, ok := r.compare.fastUpdate(live, obj, manager, res.APIVersion(), r.now()); ok {
 			return out, true
 		}
 	}

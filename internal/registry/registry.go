@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,11 @@ type Config struct {
 	// server-side apply (built from the OpenAPI definitions); without it
 	// managedFields are not tracked and apply is refused.
 	TypeConverter managedfields.TypeConverter
+	// AtomicList reports whether a field (by JSON name) of a Go struct
+	// type is a list the field manager takes as one value, so that the
+	// managedFields fast path can take updates of it (an Endpoints'
+	// subsets); nil: no list is known to be.
+	AtomicList func(t reflect.Type, field string) bool
 }
 
 // Registry serves the verbs of every configured kind.
@@ -57,6 +63,7 @@ type Registry struct {
 	watch     watchSettings
 
 	typeConverter managedfields.TypeConverter
+	compare       *comparer
 
 	kinds []*resources.Kind
 	// state holds each kind's cache and field managers.
@@ -108,6 +115,7 @@ func New(cfg Config) (*Registry, error) {
 		now:           cfg.Now,
 		watch:         watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
 		typeConverter: cfg.TypeConverter,
+		compare:       &comparer{atomic: cfg.AtomicList},
 		kinds:         cfg.Kinds,
 		state:         make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
 		byGVR:         map[schema.GroupVersionResource]resources.Resource{},

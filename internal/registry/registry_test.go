@@ -78,7 +78,7 @@ func newTestRegistry(t *testing.T, steps ...admission.Step) (*Registry, *conflic
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := New(Config{Store: st, Codecs: codecs, Kinds: kinds, TypeConverter: tc, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
+	reg, err := New(Config{Store: st, Codecs: codecs, Kinds: kinds, TypeConverter: tc, AtomicList: docs.AtomicList, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

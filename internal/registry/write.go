@@ -490,13 +490,11 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 	if len(mf) == 0 || len(mf) != len(old) {
 		return data
 	}
+	if !sameEntries(mf, old, false) {
+		return data
+	}
 	restored := slices.Clone(mf)
 	for i := range restored {
-		a, b := restored[i], old[i]
-		a.Time, b.Time = nil, nil
-		if !equality.Semantic.DeepEqual(a, b) {
-			return data
-		}
 		restored[i].Time = old[i].Time
 	}
 	obj.SetManagedFields(restored)

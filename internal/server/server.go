@@ -366,6 +366,7 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 		BookmarkInterval: cfg.BookmarkInterval,
 		Logger:           cfg.Logger,
 		TypeConverter:    typeConverter,
+		AtomicList:       docs.AtomicList,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry: %w", err)

@@ -1,6 +1,8 @@
 package watchcache
 
 import (
+	"strings"
+
 	"github.com/google/btree"
 )
 
@@ -38,12 +40,16 @@ type Page struct {
 // List returns the selected objects in key order, starting at key from
 // (inclusive; "" for the beginning), at most limit of them (0: all).
 func (s *State) List(sel Selector, from string, limit int) Page {
-	start, end := sel.keyRange(s.prefix, s.namespaced)
+	scope, exact := sel.keyScope(s.prefix, s.namespaced)
+	start := scope
 	if from > start {
 		start = from
 	}
 	var p Page
-	iter := func(o *Object) bool {
+	s.tree.AscendGreaterOrEqual(probe(start), func(o *Object) bool {
+		if exact && o.Key != scope || !exact && !strings.HasPrefix(o.Key, scope) {
+			return false
+		}
 		if limit > 0 && len(p.Objects) == limit {
 			if p.Next == "" {
 				if !sel.Everything() && (sel.Label != nil && !sel.Label.Empty() || sel.Field != nil && !sel.Field.Empty()) {
@@ -64,23 +70,19 @@ func (s *State) List(sel Selector, from string, limit int) Page {
 			p.Objects = append(p.Objects, o)
 		}
 		return true
-	}
-	if end == "" {
-		s.tree.AscendGreaterOrEqual(probe(start), iter)
-	} else {
-		s.tree.AscendRange(probe(start), probe(end), iter)
-	}
+	})
 	return p
 }
 
 // Each calls fn with the objects of namespace in key order ("" for all
 // namespaces, and for a cluster-scoped resource), until fn returns false.
-// It allocates nothing.
+// Like List, it stops at the first key outside the namespace.
 func (s *State) Each(namespace string, fn func(*Object) bool) {
-	start, end := Selector{Namespace: namespace}.keyRange(s.prefix, s.namespaced)
-	if end == "" {
-		s.tree.AscendGreaterOrEqual(probe(start), fn)
-		return
-	}
-	s.tree.AscendRange(probe(start), probe(end), fn)
+	scope, exact := Selector{Namespace: namespace}.keyScope(s.prefix, s.namespaced)
+	s.tree.AscendGreaterOrEqual(probe(scope), func(o *Object) bool {
+		if exact && o.Key != scope || !exact && !strings.HasPrefix(o.Key, scope) {
+			return false
+		}
+		return fn(o)
+	})
 }
