@@ -19,6 +19,15 @@ const maxChunk = 1 << 20
 // dropReportEvery is how often dropped events are counted in the log.
 const dropReportEvery = 10 * time.Second
 
+// The writer lets events gather for flushDelay after the first one before
+// writing them, or until flushBytes of them wait: one write for many
+// events, and no wake-up of the writer for each (which cost more than
+// encoding them). An event reaches the file at most flushDelay late.
+const (
+	flushDelay = 20 * time.Millisecond
+	flushBytes = 256 << 10
+)
+
 // sink buffers encoded events and writes them to out from the goroutine
 // of Run. Adding never blocks: an event that does not fit the buffer is
 // dropped and counted.
@@ -35,7 +44,8 @@ type sink struct {
 	// failed write lost.
 	dropped, lost int64
 
-	// wake has room for one signal: buf has something to write.
+	// wake has room for one signal: buf has its first event since the
+	// last write, or flushBytes of them.
 	wake chan struct{}
 }
 
@@ -51,12 +61,23 @@ func (s *sink) add(line []byte) {
 		s.mu.Unlock()
 		return
 	}
+	first := len(s.buf) == 0
 	s.buf = append(s.buf, line...)
+	full := len(s.buf) >= flushBytes && len(s.buf)-len(line) < flushBytes
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if first || full {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// waiting is how many bytes wait to be written.
+func (s *sink) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buf)
 }
 
 // Run writes buffered events until ctx ends, then writes what is left
@@ -81,6 +102,16 @@ func (s *sink) Run(ctx context.Context, flushTimeout time.Duration) error {
 			}
 			return nil
 		case <-s.wake:
+			if s.waiting() < flushBytes {
+				// Let more events gather, unless the buffer fills first.
+				t := time.NewTimer(flushDelay)
+				select {
+				case <-t.C:
+				case <-s.wake:
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
 			spare = s.flush(spare)
 		case <-report.C:
 			s.report()
