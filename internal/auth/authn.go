@@ -61,6 +61,9 @@ func (a *Authenticator) Authenticate(req *http.Request) (User, bool, error) {
 	if token, ok := bearerToken(req); ok {
 		if a.tokens != nil {
 			if u, ok := a.tokens.Lookup(token); ok {
+				// The header map may be shared with another copy of
+				// the request: change a copy.
+				req.Header = req.Header.Clone()
 				req.Header.Del("Authorization")
 				return withAuthenticatedGroup(u), true, nil
 			}

@@ -391,7 +391,14 @@ func TestAuthenticatorChain(t *testing.T) {
 			if tc.header != "" {
 				req.Header.Set("Authorization", tc.header)
 			}
+			// The server's handler gets a shallow copy of the request:
+			// the original's headers must stay as they were.
+			orig := req
+			req = req.WithContext(req.Context())
 			got, ok, err := a.Authenticate(req)
+			if orig.Header.Get("Authorization") != tc.header {
+				t.Error("authentication changed the headers of another copy of the request")
+			}
 			if (err != nil) != tc.err || ok != tc.ok {
 				t.Fatalf("ok %v err %v, want ok %v err %v", ok, err, tc.ok, tc.err)
 			}

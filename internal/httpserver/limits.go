@@ -215,9 +215,10 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *reques
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 
 	tw := &timeoutWriter{w: w, header: w.Header().Clone()}
-	// The handler gets its own copy of the request: it may outlive this
-	// call, and it changes headers (authentication removes tokens).
-	inner := req.Clone(ctx)
+	// The handler gets its own copy of the request, as it may outlive this
+	// call; a shallow one: what changes headers copies them first
+	// (authentication removing a token).
+	inner := req.WithContext(ctx)
 	done := make(chan any, 1) // the handler's panic, or nil; never blocks
 	s.handlers.Add(1)
 	s.workers.run(func() {

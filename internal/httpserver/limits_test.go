@@ -260,17 +260,21 @@ func TestWithTimeout(t *testing.T) {
 		}
 	})
 
+	// Its headers are shared: what changes them copies them first
+	// (auth.Authenticator, tested there).
 	t.Run("the handler gets its own request", func(t *testing.T) {
 		s := newBareServer(t)
 		req := httptest.NewRequest("GET", "/apis/x", nil)
-		req.Header.Set("Authorization", "Bearer x")
 		s.withTimeout(httptest.NewRecorder(), req, withAttrs(req, get), func(_ http.ResponseWriter, r *http.Request) {
-			r.Header.Del("Authorization")
+			if r == req {
+				t.Error("the handler got the server's request")
+			}
 			if _, ok := r.Context().Deadline(); !ok {
 				t.Error("no deadline")
 			}
+			*r = http.Request{}
 		})
-		if req.Header.Get("Authorization") == "" {
+		if req.URL == nil || req.Method != "GET" {
 			t.Error("the handler changed the server's request")
 		}
 	})

@@ -15,6 +15,8 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/leasehold/leasehold/internal/controllers/election/electiontest"
 )
 
 // electionNamespace holds the elections' Leases.
@@ -69,7 +71,7 @@ type election struct {
 
 	// stalls measures when the test process (so every candidate) did not
 	// run on time.
-	stalls *stallDetector
+	stalls *electiontest.Stalls
 
 	mu    sync.Mutex // guards terms, calls, starts and ended
 	terms []term
@@ -87,7 +89,7 @@ type election struct {
 // starts again with a new identity, as a restarted process would (client-go
 // lets an identity that still holds the Lease take it back at once, so a
 // reused identity would not be a failover).
-func startElection(t testing.TB, d *deployment, i int, spec electionSpec, stalls *stallDetector) *election {
+func startElection(t testing.TB, d *deployment, i int, spec electionSpec, stalls *electiontest.Stalls) *election {
 	e := &election{name: fmt.Sprintf("election-%d", i), spec: spec, stalls: stalls, starts: map[string]time.Time{}, ended: map[string]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -306,7 +308,7 @@ func (e *election) overlapExplained(a, b term, from string, observable time.Time
 	}
 	deadline := last.end.Add(e.spec.retryPeriod + e.spec.renewDeadline + schedulingSlack)
 	late := a.end.Sub(deadline)
-	stalled := e.stalls.within(last.end, a.end)
+	stalled := e.stalls.Within(last.end, a.end)
 	slow := last.end.Sub(observable) - (e.spec.leaseDuration - e.spec.retryPeriod - e.spec.renewDeadline)
 	why := fmt.Sprintf("%s's last renewal ended %s (took %v), so it should have stopped by %s; it stopped %v after that, the test process stalled %v meanwhile; its renewal ended %v past client-go's margin",
 		a.who, last.end.Format(timeFormat), last.end.Sub(last.start).Round(time.Millisecond), deadline.Format(timeFormat),
@@ -400,7 +402,7 @@ func (e *election) failoverBound(from, to string, renewed, acquired time.Time) b
 	if started := e.starts[to]; started.After(renewed) {
 		b.lateStart = started.Sub(renewed)
 	}
-	b.stalled = e.stalls.within(renewed, acquired)
+	b.stalled = e.stalls.Within(renewed, acquired)
 	b.total = b.lateStart + b.leaseDuration + time.Duration(2+b.failedCalls)*b.jitteredRetryPer + b.renewLatency +
 		time.Duration(3+b.failedCalls)*b.longestCall + b.stalled + schedulingSlack
 	return b

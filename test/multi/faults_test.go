@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/leasehold/leasehold/internal/controllers/election/electiontest"
 	"github.com/leasehold/leasehold/internal/lock/locktest"
 )
 
@@ -52,7 +53,7 @@ type system struct {
 	// probe measures etcd's own write outages; stalls the test
 	// process's.
 	probe    *etcdProbe
-	stalls   *stallDetector
+	stalls   *electiontest.Stalls
 	down     map[int]bool // replicas killed and not restarted
 	start    time.Time
 	stopOnce sync.Once
@@ -73,7 +74,7 @@ func startSystem(t *testing.T, d *deployment) *system {
 	}
 	s.renew = startRenewLoad(t, d)
 	s.lin = startLinLoad(t, d)
-	s.stalls = startStallDetector()
+	s.stalls = electiontest.StartStalls()
 	for i, spec := range electionSpecs {
 		s.elections = append(s.elections, startElection(t, d, i, spec, s.stalls))
 	}
@@ -96,7 +97,7 @@ func (s *system) stopLoad() {
 			s.probe.stop()
 		}
 		if s.stalls != nil {
-			s.stalls.stop()
+			s.stalls.Stop()
 		}
 	})
 }
@@ -186,7 +187,7 @@ func (s *system) stopAndCheck(t *testing.T) {
 	for _, e := range s.elections {
 		failovers += e.check(t, elections[e.name])
 	}
-	t.Logf("elections: %d failovers; the test process stalled for up to %v", failovers, s.stalls.longest().Round(time.Millisecond))
+	t.Logf("elections: %d failovers; the test process stalled for up to %v", failovers, s.stalls.Longest().Round(time.Millisecond))
 	took("elections")
 
 	// No acknowledged write lost; every replica reads what etcd holds.

@@ -79,3 +79,14 @@ func (s *Stalls) Within(from, to time.Time) time.Duration {
 	}
 	return d
 }
+
+// Longest returns the longest stall.
+func (s *Stalls) Longest() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d time.Duration
+	for _, st := range s.stalls {
+		d = max(d, st[1].Sub(st[0]))
+	}
+	return d
+}
