@@ -68,6 +68,9 @@ func (s *Server) impersonate(req *http.Request, a auth.Attributes) (*impersonate
 	if err != nil || !ok {
 		return nil, err
 	}
+	// The header map may be shared with another copy of the request (the
+	// one the timeout filter keeps): change a copy.
+	req.Header = req.Header.Clone()
 	req.Header.Del(authenticationv1.ImpersonateUserHeader)
 	req.Header.Del(authenticationv1.ImpersonateUIDHeader)
 	req.Header.Del(authenticationv1.ImpersonateGroupHeader)
