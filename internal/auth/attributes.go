@@ -43,11 +43,13 @@ const (
 )
 
 // ResourceRule is one rule of a rules review: the verbs allowed on
-// resources; "*" matches all.
+// resources (and, when ResourceNames is not empty, only on the objects
+// named); "*" matches all.
 type ResourceRule struct {
-	Verbs     []string
-	APIGroups []string
-	Resources []string
+	Verbs         []string
+	APIGroups     []string
+	Resources     []string
+	ResourceNames []string
 }
 
 // NonResourceRule is one rule of a rules review: the verbs allowed on

@@ -1,66 +1,116 @@
 package auth
 
-import "slices"
+import (
+	"errors"
+	"slices"
+	"strings"
+)
 
-// Authorizer decides whether a user may make a request. It allows:
-//
-//  1. members of system:masters, everything (kube-apiserver's privileged
-//     group authorizer, always first);
-//  2. everyone, what kube-apiserver's default RBAC bindings allow
-//     (newDefaultPolicies): discovery, OpenAPI, health and version for
-//     authenticated users, health and version for anonymous ones, and the
-//     self reviews (whoami, can-i) for authenticated users;
-//  3. with a policy file, what its ABAC policies allow; without one, every
-//     authenticated user everything (kube-apiserver's AlwaysAllow, except
-//     that the anonymous user gets only 2.).
-//
-// Requests nothing allows are refused; with a policy file the reason is
-// ABAC's "No policy matched.".
+// Mode is one authorization mode (kube-apiserver's --authorization-mode:
+// RBAC, ABAC, AlwaysAllow), or leasehold's built-in default rules. A mode
+// allows a request or has no opinion; none here denies.
+type Mode interface {
+	// Authorize decides a request; reason explains the decision (a
+	// refusal's reason ends kube-apiserver's 403 message).
+	Authorize(a Attributes) (d Decision, reason string)
+	// RulesFor lists what u may do in namespace, for
+	// SelfSubjectRulesReview. An error comes with the rules that could be
+	// resolved, as kube-apiserver's RulesFor.
+	RulesFor(u User, namespace string) (Rules, error)
+}
+
+// Authorizer decides whether a user may make a request, as
+// kube-apiserver's authorizer chain does
+// (pkg/kubeapiserver/authorizer/config.go, apiserver's union authorizer):
+// members of system:masters may do everything, then each mode is asked in
+// order, and the first that allows (or denies) decides. Requests no mode
+// allows are refused, with the reasons of the modes joined by newlines.
 type Authorizer struct {
-	policies *PolicyFile
-	defaults defaultPolicies
+	modes []Mode
+	// mastersEverything makes RulesFor answer "everything" to members of
+	// system:masters, when the modes include the built-in default rules
+	// (no RBAC, whose cluster-admin binding says so itself).
+	mastersEverything bool
 }
 
-// NewAuthorizer returns an Authorizer; policies nil lets every
-// authenticated user do everything.
-func NewAuthorizer(policies *PolicyFile) *Authorizer {
-	return &Authorizer{policies: policies, defaults: newDefaultPolicies()}
+// NewAuthorizer returns an Authorizer asking modes in order.
+func NewAuthorizer(modes ...Mode) *Authorizer {
+	z := &Authorizer{modes: modes}
+	for _, m := range modes {
+		if _, ok := m.(defaultPolicies); ok {
+			z.mastersEverything = true
+		}
+	}
+	return z
 }
 
-// Authorize decides a request. The decision is DecisionAllow or
-// DecisionNoOpinion (which refuses); reason explains a refusal.
+// Authorize decides a request. The decision is DecisionAllow, or another
+// decision that refuses it; reason explains a refusal.
 func (z *Authorizer) Authorize(a Attributes) (Decision, string) {
 	if a.User.InGroup(SystemPrivilegedGroup) {
 		return DecisionAllow, ""
 	}
-	if z.defaults.allows(a) {
-		return DecisionAllow, ""
-	}
-	if z.policies == nil {
-		if a.User.InGroup(AllAuthenticated) {
-			return DecisionAllow, ""
+	var reasons []string
+	for _, m := range z.modes {
+		d, reason := m.Authorize(a)
+		if d != DecisionNoOpinion {
+			return d, reason
 		}
-		return DecisionNoOpinion, ""
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
 	}
-	return z.policies.Policies().Authorize(a)
+	return DecisionNoOpinion, strings.Join(reasons, "\n")
 }
 
-// RulesFor lists what u may do in namespace, for SelfSubjectRulesReview.
-func (z *Authorizer) RulesFor(u User, namespace string) Rules {
-	everything := Rules{
+// RulesFor lists what u may do in namespace, for SelfSubjectRulesReview:
+// the rules of every mode, and their errors joined.
+func (z *Authorizer) RulesFor(u User, namespace string) (Rules, error) {
+	if z.mastersEverything && u.InGroup(SystemPrivilegedGroup) {
+		return everything(), nil
+	}
+	var out Rules
+	var errs []error
+	for _, m := range z.modes {
+		r, err := m.RulesFor(u, namespace)
+		out.Resource = append(out.Resource, r.Resource...)
+		out.NonResource = append(out.NonResource, r.NonResource...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// everything is the rules of a user who may do everything.
+func everything() Rules {
+	return Rules{
 		Resource:    []ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
 		NonResource: []NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
 	}
-	if u.InGroup(SystemPrivilegedGroup) || z.policies == nil && u.InGroup(AllAuthenticated) {
-		return everything
-	}
-	r := z.defaults.rulesFor(u)
-	if z.policies != nil {
-		pr := z.policies.Policies().RulesFor(u, namespace)
-		r.Resource = append(r.Resource, pr.Resource...)
-		r.NonResource = append(r.NonResource, pr.NonResource...)
-	}
-	return r
+}
+
+// AlwaysAllow is kube-apiserver's AlwaysAllow mode: every request is
+// allowed, the anonymous user's too.
+func AlwaysAllow() Mode { return alwaysAllow{} }
+
+type alwaysAllow struct{}
+
+func (alwaysAllow) Authorize(Attributes) (Decision, string) { return DecisionAllow, "" }
+func (alwaysAllow) RulesFor(User, string) (Rules, error)    { return everything(), nil }
+
+// ABAC is the ABAC mode over a policy file (kube-apiserver's ABAC mode
+// with --authorization-policy-file).
+func ABAC(policies *PolicyFile) Mode { return abacMode{policies} }
+
+type abacMode struct{ f *PolicyFile }
+
+func (m abacMode) Authorize(a Attributes) (Decision, string) {
+	return m.f.Policies().Authorize(a)
+}
+
+func (m abacMode) RulesFor(u User, namespace string) (Rules, error) {
+	return m.f.Policies().RulesFor(u, namespace), nil
 }
 
 // defaultRule is one rule of a default cluster role and the groups it is
@@ -75,17 +125,20 @@ type defaultRule struct {
 	paths []string
 }
 
-// defaultPolicies are rules that apply with or without a policy file.
+// defaultPolicies are the rules of DefaultRules.
 type defaultPolicies []defaultRule
 
-// newDefaultPolicies returns the rules kube-apiserver's default RBAC bindings give
-// every user (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go):
+// DefaultRules is the mode that, without RBAC, gives every user what
+// kube-apiserver's default RBAC bindings give them
+// (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go):
 // system:discovery and system:basic-user to system:authenticated,
 // system:public-info-viewer to system:authenticated and
-// system:unauthenticated. leasehold applies them with or without a policy
-// file, so that discovery, kubectl auth whoami and kubectl auth can-i work
-// for every user, as they do in a cluster.
-func newDefaultPolicies() defaultPolicies {
+// system:unauthenticated; so that discovery, kubectl auth whoami and
+// kubectl auth can-i work for every user under ABAC too, as they do in a
+// cluster. With RBAC, the bootstrap roles and bindings themselves do it.
+// An Authorizer with these rules also lists everything as the rules of a
+// member of system:masters.
+func DefaultRules() Mode {
 	return defaultPolicies{
 		// system:discovery
 		{groups: []string{AllAuthenticated}, verbs: []string{"get"}, paths: []string{
@@ -100,6 +153,13 @@ func newDefaultPolicies() defaultPolicies {
 			"/livez", "/readyz", "/healthz", "/version", "/version/",
 		}},
 	}
+}
+
+func (d defaultPolicies) Authorize(a Attributes) (Decision, string) {
+	if d.allows(a) {
+		return DecisionAllow, ""
+	}
+	return DecisionNoOpinion, ""
 }
 
 func (d defaultPolicies) allows(a Attributes) bool {
@@ -122,7 +182,7 @@ func (d defaultPolicies) allows(a Attributes) bool {
 	return false
 }
 
-func (d defaultPolicies) rulesFor(u User) Rules {
+func (d defaultPolicies) RulesFor(u User, _ string) (Rules, error) {
 	var out Rules
 	for _, r := range d {
 		if !r.boundTo(u) {
@@ -134,7 +194,7 @@ func (d defaultPolicies) rulesFor(u User) Rules {
 			out.Resource = append(out.Resource, ResourceRule{Verbs: r.verbs, APIGroups: []string{r.apiGroup}, Resources: r.resources})
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (r defaultRule) boundTo(u User) bool {

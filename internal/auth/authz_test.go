@@ -163,8 +163,8 @@ func newPolicyFile(t *testing.T, content string) *PolicyFile {
 }
 
 func TestAuthorizer(t *testing.T) {
-	withPolicies := NewAuthorizer(newPolicyFile(t, testPolicies))
-	noPolicies := NewAuthorizer(nil)
+	withPolicies := NewAuthorizer(DefaultRules(), ABAC(newPolicyFile(t, testPolicies)))
+	alwaysAllow := NewAuthorizer(DefaultRules(), AlwaysAllow())
 	master := userOf("root", SystemPrivilegedGroup)
 	chuck, anon := userOf("chuck"), anonymousUser()
 	lease := func(u User, verb string) Attributes {
@@ -197,10 +197,10 @@ func TestAuthorizer(t *testing.T) {
 		{"can-i --list", withPolicies, review(chuck, "authorization.k8s.io", "selfsubjectrulesreviews"), true, ""},
 		{"no whoami for the anonymous user", withPolicies, review(anon, "authentication.k8s.io", "selfsubjectreviews"), false, "No policy matched."},
 		{"reviews are created, not read", withPolicies, Attributes{User: chuck, Verb: "list", ResourceRequest: true, APIGroup: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}, false, "No policy matched."},
-		// Without a policy file.
-		{"every authenticated user may do everything", noPolicies, lease(chuck, "delete"), true, ""},
-		{"the anonymous user may not", noPolicies, lease(anon, "get"), false, ""},
-		{"the anonymous user reads health", noPolicies, path(anon, "get", "/healthz"), true, ""},
+		// AlwaysAllow, as kube-apiserver's: everyone, the anonymous user too.
+		{"every authenticated user may do everything", alwaysAllow, lease(chuck, "delete"), true, ""},
+		{"the anonymous user may too", alwaysAllow, lease(anon, "get"), true, ""},
+		{"the anonymous user reads health", alwaysAllow, path(anon, "get", "/healthz"), true, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,18 +216,26 @@ func TestAuthorizer(t *testing.T) {
 }
 
 func TestRulesFor(t *testing.T) {
-	z := NewAuthorizer(newPolicyFile(t, testPolicies))
+	z := NewAuthorizer(DefaultRules(), ABAC(newPolicyFile(t, testPolicies)))
 	everything := Rules{
 		Resource:    []ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
 		NonResource: []NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
 	}
-	if diff := cmp.Diff(everything, z.RulesFor(userOf("root", SystemPrivilegedGroup), "x")); diff != "" {
+	rulesFor := func(z *Authorizer, u User, ns string) Rules {
+		t.Helper()
+		r, err := z.RulesFor(u, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if diff := cmp.Diff(everything, rulesFor(z, userOf("root", SystemPrivilegedGroup), "x")); diff != "" {
 		t.Errorf("masters (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(everything, NewAuthorizer(nil).RulesFor(userOf("chuck"), "x")); diff != "" {
-		t.Errorf("no policy file (-want +got):\n%s", diff)
+	if diff := cmp.Diff(everything, rulesFor(NewAuthorizer(AlwaysAllow()), userOf("chuck"), "x")); diff != "" {
+		t.Errorf("AlwaysAllow (-want +got):\n%s", diff)
 	}
-	got := z.RulesFor(userOf("bob"), "team-a")
+	got := rulesFor(z, userOf("bob"), "team-a")
 	var resources []ResourceRule
 	for _, r := range got.Resource {
 		if r.APIGroups[0] != "authorization.k8s.io" && r.APIGroups[0] != "authentication.k8s.io" {
@@ -241,7 +249,7 @@ func TestRulesFor(t *testing.T) {
 	if diff := cmp.Diff(want, resources); diff != "" {
 		t.Errorf("bob in team-a (-want +got):\n%s", diff)
 	}
-	if got := z.RulesFor(userOf("bob"), "team-b"); len(got.Resource) != 3 { // endpoints and the two review rules
+	if got := rulesFor(z, userOf("bob"), "team-b"); len(got.Resource) != 3 { // endpoints and the two review rules
 		t.Errorf("bob in team-b: %+v", got.Resource)
 	}
 }
@@ -258,7 +266,7 @@ func TestPolicyFileReload(t *testing.T) {
 		done := make(chan error)
 		go func() { done <- pf.Run(ctx) }()
 		defer func() { cancel(); <-done }()
-		z := NewAuthorizer(pf)
+		z := NewAuthorizer(DefaultRules(), ABAC(pf))
 		allowed := func(ns string) bool {
 			d, _ := z.Authorize(Attributes{User: userOf("alice"), Verb: "get", ResourceRequest: true, Resource: "leases", Namespace: ns})
 			return d == DecisionAllow

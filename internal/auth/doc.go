@@ -14,11 +14,17 @@
 // the group system:authenticated, as kube-apiserver's authenticator chain
 // does (k8s.io/kubernetes/pkg/kubeapiserver/authenticator/config.go).
 //
-// Authorization (Authorizer) unions, in order: the system:masters group
-// (everything); the rules kube-apiserver's default RBAC bindings give every
-// user (discovery, health, version, and the self reviews); then either an
-// ABAC policy file in kube-apiserver's --authorization-policy-file format
-// (PolicyFile), or, without one, everything for every authenticated user.
+// Authorization (Authorizer) is kube-apiserver's chain: the system:masters
+// group may do everything, then each Mode of --authorization-mode is asked
+// in order until one allows: RBAC (package internal/rbac), ABAC over a
+// policy file in kube-apiserver's --authorization-policy-file format
+// (PolicyFile), AlwaysAllow. Without RBAC, DefaultRules gives every user
+// what kube-apiserver's default RBAC bindings give (discovery, health,
+// version, and the self reviews).
+//
+// The user a request is made as, and what it asks, travel in its context
+// (WithUser, WithRequest) to the checks that need them beyond the
+// authorizer: RBAC escalation prevention.
 //
 // The token file, the client CA file and the policy file are re-read when
 // they change (Run polls them); a file that no longer parses is logged and

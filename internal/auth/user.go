@@ -1,6 +1,9 @@
 package auth
 
-import "slices"
+import (
+	"context"
+	"slices"
+)
 
 // User is an authenticated client, or the anonymous user.
 type User struct {
@@ -50,4 +53,33 @@ func withAuthenticatedGroup(u User) User {
 	groups := make([]string, 0, len(u.Groups)+1)
 	u.Groups = append(append(groups, u.Groups...), AllAuthenticated)
 	return u
+}
+
+type userKey struct{}
+
+// WithUser returns ctx carrying the user a request is made as.
+func WithUser(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the user a request is made as: the authenticated user,
+// or the one it impersonates. Writes the server makes itself carry none.
+func UserFrom(ctx context.Context) (User, bool) {
+	u, ok := ctx.Value(userKey{}).(User)
+	return u, ok
+}
+
+type requestKey struct{}
+
+// WithRequest returns ctx carrying what a request asks, as authorized
+// (kube-apiserver's RequestInfo with the user).
+func WithRequest(ctx context.Context, a Attributes) context.Context {
+	return context.WithValue(ctx, requestKey{}, a)
+}
+
+// RequestFrom returns what the request of ctx asks; false for writes the
+// server makes itself.
+func RequestFrom(ctx context.Context) (Attributes, bool) {
+	a, ok := ctx.Value(requestKey{}).(Attributes)
+	return a, ok
 }

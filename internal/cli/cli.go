@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
@@ -173,7 +174,21 @@ func securityFlags(fs *flag.FlagSet, cfg *server.Config) {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "PEM CAs whose client certificates authenticate users (common name: user, organizations: groups), besides leasehold's own CA; re-read when it changes")
 	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV lines token,user,uid,\"group1,group2\"; re-read when it changes")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials in as system:anonymous (group system:unauthenticated) instead of answering 401")
-	fs.StringVar(&cfg.AuthorizationPolicyFile, "authorization-policy-file", "", "ABAC policy file, one JSON policy per line; re-read when it changes (default: every authenticated user may do everything)")
+	fs.Func("authorization-mode", "comma-separated authorization modes, asked in order after system:masters: RBAC, ABAC, AlwaysAllow (default RBAC; ABAC when only --authorization-policy-file is given)", func(v string) error {
+		cfg.AuthorizationModes = nil
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				cfg.AuthorizationModes = append(cfg.AuthorizationModes, m)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&cfg.AuthorizationPolicyFile, "authorization-policy-file", "", "ABAC policy file, one JSON policy per line, for --authorization-mode ABAC; re-read when it changes")
+	fs.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "audit log file, one audit.k8s.io/v1 Event of JSON per line (\"-\": standard output); needs --audit-policy-file")
+	fs.StringVar(&cfg.AuditPolicyFile, "audit-policy-file", "", "audit policy (audit.k8s.io/v1 Policy, kube-apiserver's format): what is recorded of which requests")
+	fs.IntVar(&cfg.AuditLogMaxSizeMB, "audit-log-maxsize", 0, "megabytes at which the audit log is rotated (0: 100)")
+	fs.IntVar(&cfg.AuditLogMaxBackups, "audit-log-maxbackup", 0, "rotated audit log files kept (0: all)")
+	fs.IntVar(&cfg.AuditLogMaxAgeDays, "audit-log-maxage", 0, "days rotated audit log files are kept (0: no limit)")
 	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", httpserver.DefaultMaxRequestsInflight, "reads served at once, watches excepted; more are answered 429 (0: no limit)")
 	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", httpserver.DefaultMaxMutatingRequestsInflight, "writes served at once; more are answered 429 (0: no limit)")
 	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", 0, "open watches per user name, system:masters excepted; more are answered 429 (0: no limit)")
@@ -189,6 +204,12 @@ func checkSecurityFlags(cfg *server.Config) error {
 	}
 	if cfg.MaxWatchesPerUser < 0 {
 		return errors.New("--max-watches-per-user must not be negative")
+	}
+	if _, _, err := server.AuthorizationModes(*cfg); err != nil {
+		return err
+	}
+	if cfg.AuditLogMaxSizeMB < 0 || cfg.AuditLogMaxBackups < 0 || cfg.AuditLogMaxAgeDays < 0 {
+		return errors.New("--audit-log-maxsize, --audit-log-maxbackup and --audit-log-maxage must not be negative")
 	}
 	return nil
 }

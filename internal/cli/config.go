@@ -16,7 +16,7 @@ const configFlag = "config"
 
 // isListFlag reports whether a flag's value is a comma-separated list,
 // which a configuration file may also give as a YAML list.
-func isListFlag(name string) bool { return name == "etcd-servers" }
+func isListFlag(name string) bool { return name == "etcd-servers" || name == "authorization-mode" }
 
 // applyConfigFile sets the flags of fs from the YAML file at path, as k3s
 // does with its config.yaml: each key is a flag's name without the dashes,

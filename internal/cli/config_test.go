@@ -44,6 +44,12 @@ var everyKey = map[string]string{
 	"client-ca-file":                 "/etc/leasehold/clients.crt",
 	"token-auth-file":                "/etc/leasehold/tokens.csv",
 	"anonymous-auth":                 "true",
+	"authorization-mode":             "RBAC,ABAC",
+	"audit-log-path":                 "/var/log/leasehold/audit.log",
+	"audit-policy-file":              "/etc/leasehold/audit-policy.yaml",
+	"audit-log-maxsize":              "50",
+	"audit-log-maxbackup":            "3",
+	"audit-log-maxage":               "7",
 	"authorization-policy-file":      "/etc/leasehold/policy.jsonl",
 	"max-requests-inflight":          "40",
 	"max-mutating-requests-inflight": "20",
@@ -97,7 +103,7 @@ func TestConfigFileEveryKey(t *testing.T) {
 	for _, name := range names {
 		v := everyKey[name]
 		args = append(args, "--"+name+"="+v)
-		if name == "etcd-servers" { // a YAML list
+		if isListFlag(name) { // a YAML list
 			fmt.Fprintf(&yml, "%s:\n", name)
 			for _, s := range strings.Split(v, ",") {
 				fmt.Fprintf(&yml, "  - %s\n", s)

@@ -38,6 +38,15 @@ func TestSecurityFlags(t *testing.T) {
 		{name: "key without certificate", args: []string{"--tls-private-key-file=s.key"}, wantErr: true},
 		{name: "negative limit", args: []string{"--max-requests-inflight=-1"}, wantErr: true},
 		{name: "negative watch limit", args: []string{"--max-watches-per-user=-1"}, wantErr: true},
+		{
+			name: "authorization modes",
+			args: []string{"--authorization-mode=RBAC, ABAC", "--authorization-policy-file=p.jsonl"},
+			want: server.Config{AuthorizationModes: []string{"RBAC", "ABAC"}, AuthorizationPolicyFile: "p.jsonl", MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200},
+		},
+		{name: "ABAC without a policy file", args: []string{"--authorization-mode=ABAC"}, wantErr: true},
+		{name: "a policy file without ABAC", args: []string{"--authorization-mode=RBAC", "--authorization-policy-file=p.jsonl"}, wantErr: true},
+		{name: "an unknown mode", args: []string{"--authorization-mode=Magic"}, wantErr: true},
+		{name: "a mode twice", args: []string{"--authorization-mode=RBAC,RBAC"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -78,6 +78,13 @@ func TestImports(t *testing.T) {
 		if name != "cmd/leasehold" && slices.Contains(p.Imports, module+"internal/cli") {
 			t.Errorf("%s imports internal/cli: only cmd/leasehold may", name)
 		}
+		// From k8s.io/apiserver, only the audit types, their codec and
+		// their validation (STYLE.md: no apiserver machinery).
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "k8s.io/apiserver/") && !under(imp, "k8s.io/apiserver/pkg/apis/audit") {
+				t.Errorf("%s imports %s: take only types from k8s.io/apiserver (pkg/apis/audit)", name, imp)
+			}
+		}
 	}
 }
 

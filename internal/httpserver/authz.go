@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 )
 
@@ -18,8 +19,9 @@ import (
 // auth.DecisionAllow refuse it; reason tells why.
 type Authorizer interface {
 	Authorize(a auth.Attributes) (decision auth.Decision, reason string)
-	// RulesFor lists what u may do in namespace (SelfSubjectRulesReview).
-	RulesFor(u auth.User, namespace string) auth.Rules
+	// RulesFor lists what u may do in namespace (SelfSubjectRulesReview);
+	// an error comes with the rules that could be resolved.
+	RulesFor(u auth.User, namespace string) (auth.Rules, error)
 }
 
 // longRunning reports whether a request may outlive the request timeout
@@ -41,7 +43,9 @@ func (s *Server) authorize(ctx context.Context, req *http.Request, r *request) e
 	if s.authz == nil {
 		return nil
 	}
-	if d, reason := s.authz.Authorize(r.attrs); d != auth.DecisionAllow {
+	d, reason := s.authz.Authorize(r.attrs)
+	audit.RecordFrom(ctx).Authorized(d == auth.DecisionAllow, reason)
+	if d != auth.DecisionAllow {
 		return forbidden(r.attrs, reason)
 	}
 	return s.authorizeCreateOnUpdate(ctx, req, r)

@@ -105,7 +105,7 @@ func (v verbAuthorizer) Authorize(a auth.Attributes) (auth.Decision, string) {
 	return auth.DecisionNoOpinion, "not allowed"
 }
 
-func (v verbAuthorizer) RulesFor(auth.User, string) auth.Rules { return auth.Rules{} }
+func (v verbAuthorizer) RulesFor(auth.User, string) (auth.Rules, error) { return auth.Rules{}, nil }
 
 func TestCreateOnUpdateNeedsCreate(t *testing.T) {
 	dir := t.TempDir()

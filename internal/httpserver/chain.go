@@ -1,29 +1,18 @@
 package httpserver
 
 import (
-	"context"
 	"net/http"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 )
-
-type userKey struct{}
-
-func withUser(ctx context.Context, u auth.User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// userFrom returns the authenticated user of a request.
-func userFrom(ctx context.Context) (auth.User, bool) {
-	u, ok := ctx.Value(userKey{}).(auth.User)
-	return u, ok
-}
 
 // serveChain serves every request but /version, the health endpoints and
 // the UI's static files through kube-apiserver's filters, in its order
 // (apiserver/pkg/server/config.go DefaultBuildHandlerChain): the request
 // deadline and timeout (not for watches and profiles), authentication
-// (401), the in-flight limits (429), authorization (403), then the API.
+// (401), impersonation (400, 403), the in-flight limits (429),
+// authorization (403), then the API.
 func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, r *request) {
 	if longRunning(r.attrs) {
 		defer s.recoverLongRunning(req)
@@ -38,17 +27,47 @@ func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, r *request
 func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, shared *request) {
 	// withTimeout still reads the request it shares with this handler.
 	r := *shared
+	auditID := w.Header().Get("Audit-ID")
 	if s.authn != nil {
 		u, ok, err := s.authn.Authenticate(req)
 		if err != nil || !ok {
 			if err != nil {
 				s.log.Debug("unable to authenticate the request", "method", req.Method, "uri", req.URL.RequestURI(), "err", err)
 			}
+			if rec := s.cfg.Audit.Begin(req, &r.attrs, false, auditID, r.received, false); rec != nil {
+				st := s.errorStatus(req, unauthorized())
+				rec.FailedAuthentication(st)
+			}
 			s.writeError(w, req, unauthorized())
 			return
 		}
 		r.attrs.User = u
-		req = req.WithContext(withUser(req.Context(), u))
+	}
+	// The audit record begins once the client is known, before
+	// impersonation, as kube-apiserver's audit filter does.
+	if rec := s.cfg.Audit.Begin(req, &r.attrs, s.authn != nil, auditID, r.received, longRunning(r.attrs)); rec != nil {
+		req = req.WithContext(audit.WithRecord(req.Context(), rec))
+		w = &auditWriter{ResponseWriter: w, rec: rec}
+		defer func() {
+			if p := recover(); p != nil {
+				rec.Panic(p)
+				panic(p)
+			}
+			rec.Complete()
+		}()
+	}
+	if s.authn != nil {
+		imp, err := s.impersonate(req, r.attrs)
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		if imp != nil {
+			s.log.Debug("impersonating", "user", r.attrs.User.Name, "as", imp.user.Name, "groups", imp.user.Groups)
+			audit.RecordFrom(req.Context()).ImpersonatedUser(imp.user, imp.constraint)
+			r.attrs.User = imp.user
+		}
+		req = req.WithContext(auth.WithUser(req.Context(), r.attrs.User))
 	}
 	release, ok := s.limits.admit(r.attrs)
 	if !ok {
@@ -63,6 +82,9 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 		s.writeError(w, req, err)
 		return
 	}
+	// What was authorized, for the checks that authorize more (RBAC
+	// escalation's escalate and bind verbs).
+	req = req.WithContext(auth.WithRequest(req.Context(), r.attrs))
 	if s.metrics != nil && longRunning(r.attrs) {
 		defer s.metrics.longRunningStarted(s.labels(req, &r))()
 	}

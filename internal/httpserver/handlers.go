@@ -174,6 +174,7 @@ func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldVali
 	case err != nil:
 		return nil, nil, err
 	}
+	s.auditRequestObject(req, obj)
 	var warnings []string
 	if len(d.Strict) > 0 {
 		if fieldValidation == metav1.FieldValidationStrict {
@@ -259,6 +260,7 @@ func (s *Server) deleteOptions(req *http.Request, r *request) (*metav1.DeleteOpt
 	if d.Object != opts {
 		return nil, apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
 	}
+	s.auditDeleteOptions(req, opts)
 	return opts, nil
 }
 
@@ -308,6 +310,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.R
 	if err != nil {
 		return err
 	}
+	s.auditPatch(req, patchType, body)
 	var opts metav1.PatchOptions
 	if err := decodeParams(r.query, &opts); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/fields"
@@ -23,9 +24,12 @@ import (
 // RequestInfoFactory (a namespace's own path names it as its namespace)
 // is undone by namespace().
 type request struct {
-	attrs  auth.Attributes
-	method string
-	query  url.Values
+	// received is when the request arrived (the audit log's
+	// requestReceivedTimestamp).
+	received time.Time
+	attrs    auth.Attributes
+	method   string
+	query    url.Values
 	// watchPath is set for the deprecated /watch/ paths.
 	watchPath bool
 	// scoped is set when the path goes on below namespaces/{ns}/.
@@ -47,9 +51,10 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 // authorized with that name, as in kube-apiserver.
 func parseRequest(req *http.Request) *request {
 	r := &request{
-		method: req.Method,
-		query:  req.URL.Query(),
-		attrs:  auth.Attributes{Path: req.URL.Path, Verb: strings.ToLower(req.Method)},
+		received: time.Now(),
+		method:   req.Method,
+		query:    req.URL.Query(),
+		attrs:    auth.Attributes{Path: req.URL.Path, Verb: strings.ToLower(req.Method)},
 	}
 	a := &r.attrs
 	parts := splitPath(req.URL.Path)

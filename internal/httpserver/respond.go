@@ -26,6 +26,7 @@ func (s *Server) writeObject(w http.ResponseWriter, req *http.Request, out codec
 		s.writeError(w, req, apierrors.NewInternalError(err))
 		return
 	}
+	s.auditResponse(req, obj, func() ([]byte, error) { return s.encodeJSON(obj) })
 	w.Header().Set("Content-Type", out.MediaType())
 	writeBody(w, req, code, buf.Bytes())
 }
@@ -176,6 +177,12 @@ func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, r *reques
 	if err != nil {
 		return err
 	}
+	s.auditResponse(req, nil, func() ([]byte, error) {
+		if isJSON(out) {
+			return body, nil
+		}
+		return s.codecs.EncodeObject(s.codecs.AsJSON(out), res, s.auditObject(req, obj))
+	})
 	w.Header().Set("Content-Type", out.MediaType())
 	writeBody(w, req, code, body)
 	return nil
@@ -191,6 +198,16 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request,
 	if err != nil {
 		return err
 	}
+	s.auditResponse(req, nil, func() ([]byte, error) {
+		if isJSON(out) {
+			return body, nil
+		}
+		items := make([]codec.Cached, len(result.Items))
+		for i, o := range result.Items {
+			items[i] = s.auditObject(req, o)
+		}
+		return s.codecs.EncodeList(s.codecs.AsJSON(out), res, items, result.ListMeta())
+	})
 	w.Header().Set("Content-Type", out.MediaType())
 	writeBody(w, req, http.StatusOK, body)
 	return nil

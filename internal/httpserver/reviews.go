@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/codec"
 )
@@ -104,7 +105,13 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	if err != nil {
 		return err
 	}
-	u, ok := userFrom(req.Context())
+	rec := audit.RecordFrom(req.Context())
+	reviewJSON := func(o runtime.Object) func() ([]byte, error) {
+		return func() ([]byte, error) { return runtime.Encode(s.reviewJSON(), o) }
+	}
+	meta, _ := obj.(metav1.Object)
+	rec.RequestObject(meta, reviewJSON(obj))
+	u, ok := auth.UserFrom(req.Context())
 	if !ok {
 		return apierrors.NewBadRequest("no user present on request")
 	}
@@ -125,10 +132,17 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	if err := enc.Encode(result, &buf); err != nil {
 		return apierrors.NewInternalError(err)
 	}
+	rec.ResponseObject(nil, reviewJSON(result))
 	addWarnings(w, warnings)
 	w.Header().Set("Content-Type", out.Info.MediaType)
 	writeBody(w, req, http.StatusCreated, buf.Bytes())
 	return nil
+}
+
+// reviewJSON is the JSON encoder of the review kinds.
+func (s *Server) reviewJSON() runtime.Encoder {
+	info, _ := runtime.SerializerInfoForMediaType(s.reviewCodecs.SupportedMediaTypes(), codec.JSON)
+	return info.Serializer
 }
 
 // decodeReview decodes a review body as kube-apiserver's create handler
@@ -199,14 +213,23 @@ func (s *Server) review(obj runtime.Object, u auth.User) (runtime.Object, error)
 			Resource:    []auth.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
 			NonResource: []auth.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
 		}
+		var rulesErr error
 		if s.authz != nil {
-			rules = s.authz.RulesFor(u, r.Spec.Namespace)
+			rules, rulesErr = s.authz.RulesFor(u, r.Spec.Namespace)
 		}
 		out := &authorizationv1.SelfSubjectRulesReview{}
 		out.Status.ResourceRules = []authorizationv1.ResourceRule{}
 		out.Status.NonResourceRules = []authorizationv1.NonResourceRule{}
+		if rulesErr != nil {
+			// The rules that could be resolved, and why others could not
+			// (a binding to a missing role), as kube-apiserver's
+			// selfsubjectrulesreview REST answers.
+			out.Status.EvaluationError = rulesErr.Error()
+		}
 		for _, rr := range rules.Resource {
-			out.Status.ResourceRules = append(out.Status.ResourceRules, authorizationv1.ResourceRule{Verbs: rr.Verbs, APIGroups: rr.APIGroups, Resources: rr.Resources})
+			out.Status.ResourceRules = append(out.Status.ResourceRules, authorizationv1.ResourceRule{
+				Verbs: rr.Verbs, APIGroups: rr.APIGroups, Resources: rr.Resources, ResourceNames: rr.ResourceNames,
+			})
 		}
 		for _, nr := range rules.NonResource {
 			out.Status.NonResourceRules = append(out.Status.NonResourceRules, authorizationv1.NonResourceRule{Verbs: nr.Verbs, NonResourceURLs: nr.NonResourceURLs})

@@ -102,7 +102,7 @@ func TestAuthorizationCannotBeSidestepped(t *testing.T) {
 	}
 	p := newInProcess(t, func(c *Config) {
 		c.Authenticator = auth.NewAuthenticator(auth.AuthenticatorConfig{Tokens: tf})
-		c.Authorizer = auth.NewAuthorizer(pf)
+		c.Authorizer = auth.NewAuthorizer(auth.DefaultRules(), auth.ABAC(pf))
 	})
 	do := func(user, method, target, contentType, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, target, strings.NewReader(body))

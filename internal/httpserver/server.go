@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -40,6 +41,8 @@ type Config struct {
 	// Authorizer decides what users may do; refused requests are answered
 	// 403. nil allows everything.
 	Authorizer Authorizer
+	// Audit records requests in the audit log; nil records nothing.
+	Audit *audit.Log
 	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
 	// and the writes served at once (watches excepted); more are answered
 	// 429. 0 means no limit, as in kube-apiserver's flags (whose defaults

@@ -58,6 +58,9 @@ type Fixture struct {
 	// first cause of the 422 it gets.
 	Invalid      func(obj map[string]any)
 	InvalidField string
+	// InvalidName is a name the kind refuses; "not:a:name" (no DNS
+	// name) when empty. RBAC names need only be path segments.
+	InvalidName string
 }
 
 // Run runs the suite as subtests of t against s.
@@ -698,9 +701,14 @@ func (k *kindSuite) testValidation(t *testing.T) {
 	if want := fmt.Sprintf("%s %q is invalid", schemaKind(k.f.Resource), bad.GetName()); !strings.HasPrefix(st.Message, want) {
 		t.Errorf("message %q, want it to start %q", st.Message, want)
 	}
-	// A name no kind accepts: not a DNS name, nor a ConfigMap key (which
-	// LeaseCandidates are named by).
-	badName := k.object(t, "not:a:name", nil)
+	// An invalid name: by default one no kind accepts, not a DNS name, nor
+	// a ConfigMap key (which LeaseCandidates are named by); a fixture
+	// names its own when its kind accepts more (RBAC's path segments).
+	invalidName := k.f.InvalidName
+	if invalidName == "" {
+		invalidName = "not:a:name"
+	}
+	badName := k.object(t, invalidName, nil)
 	if _, err := k.client().Create(t.Context(), badName, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("create with an invalid name: %v, want 422", err)
 	}

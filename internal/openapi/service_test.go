@@ -112,6 +112,50 @@ var wantOperations = []operation{
 	{"PUT", "/api/v1/namespaces/{name}/status", "replaceCoreV1NamespaceStatus", "put"},
 	{"PATCH", "/api/v1/namespaces/{name}/status", "patchCoreV1NamespaceStatus", "patch"},
 	{"PUT", "/api/v1/namespaces/{name}/finalize", "replaceCoreV1NamespaceFinalize", "put"},
+
+	// rbac.authorization.k8s.io, from kube-apiserver v1.36's api/openapi-spec/swagger.json.
+	{"GET", "/apis/rbac.authorization.k8s.io/", "getRbacAuthorizationAPIGroup", ""},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/", "getRbacAuthorizationV1APIResources", ""},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "listRbacAuthorizationV1ClusterRoleBinding", "list"},
+	{"POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "createRbacAuthorizationV1ClusterRoleBinding", "post"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "deleteRbacAuthorizationV1CollectionClusterRoleBinding", "deletecollection"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}", "readRbacAuthorizationV1ClusterRoleBinding", "get"},
+	{"PUT", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}", "replaceRbacAuthorizationV1ClusterRoleBinding", "put"},
+	{"PATCH", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}", "patchRbacAuthorizationV1ClusterRoleBinding", "patch"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}", "deleteRbacAuthorizationV1ClusterRoleBinding", "delete"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", "listRbacAuthorizationV1ClusterRole", "list"},
+	{"POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", "createRbacAuthorizationV1ClusterRole", "post"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterroles", "deleteRbacAuthorizationV1CollectionClusterRole", "deletecollection"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", "readRbacAuthorizationV1ClusterRole", "get"},
+	{"PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", "replaceRbacAuthorizationV1ClusterRole", "put"},
+	{"PATCH", "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", "patchRbacAuthorizationV1ClusterRole", "patch"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}", "deleteRbacAuthorizationV1ClusterRole", "delete"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", "listRbacAuthorizationV1NamespacedRoleBinding", "list"},
+	{"POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", "createRbacAuthorizationV1NamespacedRoleBinding", "post"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", "deleteRbacAuthorizationV1CollectionNamespacedRoleBinding", "deletecollection"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}", "readRbacAuthorizationV1NamespacedRoleBinding", "get"},
+	{"PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}", "replaceRbacAuthorizationV1NamespacedRoleBinding", "put"},
+	{"PATCH", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}", "patchRbacAuthorizationV1NamespacedRoleBinding", "patch"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/{name}", "deleteRbacAuthorizationV1NamespacedRoleBinding", "delete"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", "listRbacAuthorizationV1NamespacedRole", "list"},
+	{"POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", "createRbacAuthorizationV1NamespacedRole", "post"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", "deleteRbacAuthorizationV1CollectionNamespacedRole", "deletecollection"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}", "readRbacAuthorizationV1NamespacedRole", "get"},
+	{"PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}", "replaceRbacAuthorizationV1NamespacedRole", "put"},
+	{"PATCH", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}", "patchRbacAuthorizationV1NamespacedRole", "patch"},
+	{"DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}", "deleteRbacAuthorizationV1NamespacedRole", "delete"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings", "listRbacAuthorizationV1RoleBindingForAllNamespaces", "list"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/roles", "listRbacAuthorizationV1RoleForAllNamespaces", "list"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/clusterrolebindings", "watchRbacAuthorizationV1ClusterRoleBindingList", "watchlist"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/clusterrolebindings/{name}", "watchRbacAuthorizationV1ClusterRoleBinding", "watch"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/clusterroles", "watchRbacAuthorizationV1ClusterRoleList", "watchlist"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/clusterroles/{name}", "watchRbacAuthorizationV1ClusterRole", "watch"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/namespaces/{namespace}/rolebindings", "watchRbacAuthorizationV1NamespacedRoleBindingList", "watchlist"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/namespaces/{namespace}/rolebindings/{name}", "watchRbacAuthorizationV1NamespacedRoleBinding", "watch"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/namespaces/{namespace}/roles", "watchRbacAuthorizationV1NamespacedRoleList", "watchlist"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/namespaces/{namespace}/roles/{name}", "watchRbacAuthorizationV1NamespacedRole", "watch"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/rolebindings", "watchRbacAuthorizationV1RoleBindingListForAllNamespaces", "watchlist"},
+	{"GET", "/apis/rbac.authorization.k8s.io/v1/watch/roles", "watchRbacAuthorizationV1RoleListForAllNamespaces", "watchlist"},
 }
 
 func sortOperations(ops []operation) {
@@ -287,8 +331,8 @@ func TestV2Definitions(t *testing.T) {
 		"io.k8s.api.core.v1.Namespace":                            {map[string]any{"group": "", "version": "v1", "kind": "Namespace"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Status":             {map[string]any{"group": "", "version": "v1", "kind": "Status"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList":    {map[string]any{"group": "", "version": "v1", "kind": "APIResourceList"}},
-		"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":         {map[string]any{"group": "", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "WatchEvent"}},
-		"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions":      {map[string]any{"group": "", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "DeleteOptions"}},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":         {map[string]any{"group": "", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "WatchEvent"}},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions":      {map[string]any{"group": "", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "DeleteOptions"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":         nil,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime":          nil,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Patch":              nil,
@@ -353,9 +397,10 @@ func TestV2Protobuf(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 6 discovery and version paths, 6 for each of Leases, Endpoints
-	// and Namespaces (status and finalize included).
-	if got := len(doc.GetPaths().GetPath()); got != 24 {
-		t.Errorf("%d paths, want 24", got)
+	// and Namespaces (status and finalize included); 2 discovery paths
+	// and 20 for RBAC's four kinds.
+	if got := len(doc.GetPaths().GetPath()); got != 46 {
+		t.Errorf("%d paths, want 46", got)
 	}
 	jsonResp, _ := get(t, s, "/openapi/v2", "")
 	if resp.Header.Get("Etag") != jsonResp.Header.Get("Etag") || resp.Header.Get("Etag") == "" {
@@ -382,7 +427,7 @@ func TestV3Index(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io", "apis/coordination.k8s.io/v1", "version"}
+	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io", "apis/coordination.k8s.io/v1", "apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1", "version"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("documents (-want +got):\n%s", diff)
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // TestControllerList: the coordinated leader election controller runs
-// with --coordinated-leader-election, and not without.
+// with --coordinated-leader-election, and not without; the namespace and
+// ClusterRole aggregation controllers always.
 func TestControllerList(t *testing.T) {
 	t.Parallel()
 	for _, on := range []bool{true, false} {
@@ -21,7 +22,7 @@ func TestControllerList(t *testing.T) {
 		for _, c := range s.controllerList() {
 			names = append(names, c.Name)
 		}
-		if got := slices.Contains(names, "coordinated-leader-election"); got != on || !slices.Contains(names, "namespace") {
+		if got := slices.Contains(names, "coordinated-leader-election"); got != on || !slices.Contains(names, "namespace") || !slices.Contains(names, "clusterrole-aggregation") {
 			t.Errorf("coordinated leader election %v: controllers %q", on, names)
 		}
 		ctx, cancel := context.WithCancel(context.Background())

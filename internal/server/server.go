@@ -12,21 +12,25 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sync/errgroup"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/controllers"
+	"github.com/leasehold/leasehold/internal/controllers/clusterroleaggregation"
 	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
 	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
@@ -112,10 +116,25 @@ type Config struct {
 	// system:anonymous, group system:unauthenticated; refused with 401
 	// otherwise (kube-apiserver's --anonymous-auth, whose default is true).
 	AnonymousAuth bool
+	// AuthorizationModes are kube-apiserver's --authorization-mode: RBAC,
+	// ABAC or AlwaysAllow, asked in order after system:masters. Empty
+	// means RBAC, or ABAC alone when AuthorizationPolicyFile is set (as
+	// before the flag existed). See AuthorizationModes.
+	AuthorizationModes []string
 	// AuthorizationPolicyFile is an ABAC policy file (kube-apiserver's
-	// --authorization-policy-file), re-read when it changes. Without one,
-	// every authenticated user may do everything.
+	// --authorization-policy-file), re-read when it changes.
 	AuthorizationPolicyFile string
+	// AuditLogPath is the audit log file, "-" for standard output
+	// (kube-apiserver's --audit-log-path); events are recorded only with
+	// an AuditPolicyFile (--audit-policy-file) too.
+	AuditLogPath    string
+	AuditPolicyFile string
+	// AuditLogMaxSizeMB, AuditLogMaxBackups and AuditLogMaxAgeDays rotate
+	// the audit log: at this many megabytes (0: 100), keeping this many
+	// old files (0: all) for this many days (0: no limit).
+	AuditLogMaxSizeMB  int
+	AuditLogMaxBackups int
+	AuditLogMaxAgeDays int
 	// MaxRequestsInflight and MaxMutatingRequestsInflight limit the reads
 	// and the writes served at once (watches excepted); 0 means no limit,
 	// as in kube-apiserver's flags (whose defaults, 400 and 200, are the
@@ -177,6 +196,8 @@ type Server struct {
 	dirLock *datadir.Lock
 	// reloaders re-read the authentication and authorization files.
 	reloaders []func(context.Context) error
+	// auditLog writes the audit log; nil when there is none.
+	auditLog *audit.Log
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -221,7 +242,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	s.certs = certs
-	authn, authz, serving, err := s.security(cfg, certs)
+	reload := auth.Reload{Interval: cfg.AuthReloadInterval, Logger: cfg.Logger}
+	authn, serving, err := s.security(cfg, certs, reload)
+	if err != nil {
+		return nil, err
+	}
+	if s.auditLog, err = openAuditLog(cfg); err != nil {
+		return nil, err
+	}
+	rbacObjects := &rbacSource{}
+	authz, err := s.authorizer(cfg, reload, rbacObjects)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +269,11 @@ func New(cfg Config) (*Server, error) {
 	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
 	var docs *openapi.Service
-	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds); err != nil {
+	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds, escalationStep(authz, rbacObjects)); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if err := rbacObjects.bind(s.reg); err != nil && slices.Contains(cfg.authorizationModes(), ModeRBAC) {
 		store.Close()
 		return nil, err
 	}
@@ -258,6 +292,7 @@ func New(cfg Config) (*Server, error) {
 		Codecs:                      s.reg.Codecs(),
 		Authenticator:               authn,
 		Authorizer:                  authz,
+		Audit:                       s.auditLog,
 		MaxRequestsInflight:         cfg.MaxRequestsInflight,
 		MaxMutatingRequestsInflight: cfg.MaxMutatingRequestsInflight,
 		MaxWatchesPerUser:           cfg.MaxWatchesPerUser,
@@ -287,6 +322,9 @@ func (s *Server) controllerList() []controllers.Controller {
 	cs := []controllers.Controller{
 		namespacecontroller.New(s.reg, s.log),
 	}
+	if _, ok := s.reg.ResourceFor(schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}); ok {
+		cs = append(cs, clusterroleaggregation.New(s.reg, s.log))
+	}
 	if _, ok := s.reg.ResourceFor(electioncontroller.LeaseCandidates); ok && s.cfg.CoordinatedLeaderElection {
 		cs = append(cs, electioncontroller.New(s.reg, s.log))
 	}
@@ -298,8 +336,8 @@ func (s *Server) controllerList() []controllers.Controller {
 
 // newRegistry builds what serves kinds: the codec, the OpenAPI documents
 // (whose definitions also drive server-side apply), the admission chain
-// and the registry.
-func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*resources.Kind) (*registry.Registry, *openapi.Service, error) {
+// (NamespaceLifecycle, then steps) and the registry.
+func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*resources.Kind, steps ...admission.Step) (*registry.Registry, *openapi.Service, error) {
 	codecs, err := codec.New(kinds)
 	if err != nil {
 		return nil, nil, err
@@ -316,6 +354,7 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 	if ns := resources.Find(kinds, schema.GroupKind{Kind: "Namespace"}); ns != nil {
 		chain = append(chain, admission.NamespaceLifecycle{Namespaces: ns.Storage()})
 	}
+	chain = append(chain, steps...)
 	reg, err := registry.New(registry.Config{
 		Store:            store,
 		Prefix:           prefix,
@@ -423,6 +462,10 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, run := range s.reloaders {
 		g.Go(func() error { return run(gctx) })
 	}
+	if s.auditLog != nil {
+		// It writes until the requests are done (gctx ends after them).
+		g.Go(func() error { return s.auditLog.Run(gctx) })
+	}
 
 	failed := storeFailed(s.store)
 	select {
@@ -442,6 +485,11 @@ func (s *Server) Run(ctx context.Context) error {
 		cancelBG()
 		_ = g.Wait()
 		return fmt.Errorf("creating system namespaces: %w", err)
+	}
+	if err := s.ensureRBACPolicy(ctx); err != nil {
+		cancelBG()
+		_ = g.Wait()
+		return err
 	}
 	g.Go(func() error { return s.controllers.Run(gctx, s.controllerList()...) })
 	s.readyOnce.Do(func() { close(s.ready) })
@@ -478,13 +526,12 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// security builds the authenticator, the authorizer and the TLS
-// configuration from cfg, and registers the file reloaders Run starts.
-func (s *Server) security(cfg Config, certs *pki.Bundle) (*auth.Authenticator, *auth.Authorizer, *tls.Config, error) {
-	reload := auth.Reload{Interval: cfg.AuthReloadInterval, Logger: cfg.Logger}
+// security builds the authenticator and the TLS configuration from cfg,
+// and registers the file reloaders Run starts.
+func (s *Server) security(cfg Config, certs *pki.Bundle, reload auth.Reload) (*auth.Authenticator, *tls.Config, error) {
 	cas, err := auth.NewCABundle([]*x509.Certificate{certs.CACert}, cfg.ClientCAFile, reload)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if cfg.ClientCAFile != "" {
 		s.reloaders = append(s.reloaders, cas.Run)
@@ -492,19 +539,9 @@ func (s *Server) security(cfg Config, certs *pki.Bundle) (*auth.Authenticator, *
 	var tokens *auth.TokenFile
 	if cfg.TokenAuthFile != "" {
 		if tokens, err = auth.NewTokenFile(cfg.TokenAuthFile, reload); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		s.reloaders = append(s.reloaders, tokens.Run)
-	}
-	var policies *auth.PolicyFile
-	if cfg.AuthorizationPolicyFile != "" {
-		if policies, err = auth.NewPolicyFile(cfg.AuthorizationPolicyFile, reload); err != nil {
-			return nil, nil, nil, err
-		}
-		s.reloaders = append(s.reloaders, policies.Run)
-	} else {
-		s.log.Warn("NO AUTHORIZATION: no --authorization-policy-file is set, so every authenticated user may do everything; " +
-			"give an ABAC policy file to restrict users")
 	}
 	if cfg.AnonymousAuth {
 		s.log.Warn("anonymous requests are allowed (--anonymous-auth): they are user system:anonymous in group system:unauthenticated")
@@ -512,7 +549,7 @@ func (s *Server) security(cfg Config, certs *pki.Bundle) (*auth.Authenticator, *
 	authn := auth.NewAuthenticator(auth.AuthenticatorConfig{ClientCAs: cas, Tokens: tokens, Anonymous: cfg.AnonymousAuth})
 	serving, err := s.servingCertificate(cfg, certs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	base := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
@@ -531,7 +568,7 @@ func (s *Server) security(cfg Config, certs *pki.Bundle) (*auth.Authenticator, *
 		c.ClientCAs = cas.Pool()
 		return c, nil
 	}
-	return authn, auth.NewAuthorizer(policies), tlsConfig, nil
+	return authn, tlsConfig, nil
 }
 
 // servingCertificate returns the certificate to serve: the generated one,

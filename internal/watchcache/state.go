@@ -73,3 +73,16 @@ func (s *State) List(sel Selector, from string, limit int) Page {
 	})
 	return p
 }
+
+// Each calls fn with the objects of namespace in key order ("" for all
+// namespaces, and for a cluster-scoped resource), until fn returns false.
+// Like List, it stops at the first key outside the namespace.
+func (s *State) Each(namespace string, fn func(*Object) bool) {
+	scope, exact := Selector{Namespace: namespace}.keyScope(s.prefix, s.namespaced)
+	s.tree.AscendGreaterOrEqual(probe(scope), func(o *Object) bool {
+		if exact && o.Key != scope || !exact && !strings.HasPrefix(o.Key, scope) {
+			return false
+		}
+		return fn(o)
+	})
+}

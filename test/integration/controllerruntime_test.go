@@ -2,14 +2,18 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,8 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-
-	"github.com/leasehold/leasehold/internal/testserver"
+	"sigs.k8s.io/yaml"
 )
 
 // holderMirror is a controller-runtime reconciler: for every Lease in its
@@ -67,24 +70,125 @@ func (m holderMirror) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	return ctrl.Result{}, m.Update(ctx, &ep)
 }
 
+// managerRBAC is the RBAC the holder-mirror operator would ship, as
+// kubebuilder lays it out (config/rbac): the manager's ClusterRole for
+// what its reconciler reads and writes, bound to its service account, and
+// the leader election Role in its namespace, narrowed to its one Lease
+// (get and update on it, create on leases: the Lease does not exist until
+// the first election) and to the events it records.
+const managerRBAC = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: holder-mirror-manager
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [endpoints]
+  verbs: [get, list, watch, create, update, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: holder-mirror-manager
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: holder-mirror-manager
+subjects:
+- kind: ServiceAccount
+  name: holder-mirror
+  namespace: operators
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: holder-mirror-leader-election
+  namespace: operators
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  resourceNames: [holder-mirror]
+  verbs: [get, update]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: holder-mirror-leader-election
+  namespace: operators
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: holder-mirror-leader-election
+subjects:
+- kind: ServiceAccount
+  name: holder-mirror
+  namespace: operators
+`
+
+// applyRBAC creates the RBAC objects of a multi-document YAML manifest.
+func applyRBAC(t *testing.T, c kubernetes.Interface, manifest string) {
+	t.Helper()
+	for _, doc := range strings.Split(manifest, "\n---\n") {
+		var tm metav1.TypeMeta
+		must[any](t)(nil, yaml.Unmarshal([]byte(doc), &tm))
+		var err error
+		switch tm.Kind {
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			must[any](t)(nil, yaml.UnmarshalStrict([]byte(doc), &o))
+			_, err = c.RbacV1().ClusterRoles().Create(t.Context(), &o, metav1.CreateOptions{})
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			must[any](t)(nil, yaml.UnmarshalStrict([]byte(doc), &o))
+			_, err = c.RbacV1().ClusterRoleBindings().Create(t.Context(), &o, metav1.CreateOptions{})
+		case "Role":
+			var o rbacv1.Role
+			must[any](t)(nil, yaml.UnmarshalStrict([]byte(doc), &o))
+			_, err = c.RbacV1().Roles(o.Namespace).Create(t.Context(), &o, metav1.CreateOptions{})
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			must[any](t)(nil, yaml.UnmarshalStrict([]byte(doc), &o))
+			_, err = c.RbacV1().RoleBindings(o.Namespace).Create(t.Context(), &o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("manifest kind %q", tm.Kind)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestControllerRuntime: a controller-runtime manager, as operators are
-// built, runs against leasehold unchanged: leader election on a Lease,
-// a cached client with informers on Leases and (metadata only) Endpoints,
-// and a reconciler that creates, updates and deletes through it.
+// built, runs against leasehold unchanged, with exactly the RBAC its
+// manifests ask for, as its service account (a token user of that name):
+// leader election on its Lease, a cached client with informers on Leases
+// and (metadata only) Endpoints, and a reconciler that creates, updates
+// and deletes through it.
 func TestControllerRuntime(t *testing.T) {
 	t.Parallel()
-	ts := testserver.Start(t)
+	ts := startWithUsers(t, "")
 	ctx, cancel := context.WithCancel(t.Context())
 	c := ts.Client(t)
-	must[*corev1.Namespace](t)(c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cr"}}, metav1.CreateOptions{}))
+	secNamespaces(t, c, "cr", "operators")
+	applyRBAC(t, c, managerRBAC)
+	operator := ts.tokenConfig("holder-mirror-token")
+	waitAllowed(t, secClient(t, operator), &authorizationv1.ResourceAttributes{Namespace: "operators", Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "holder-mirror"})
 
 	leaseDuration, renewDeadline, retryPeriod := 4*time.Second, 3*time.Second, 500*time.Millisecond
-	mgr, err := ctrl.NewManager(ts.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(operator, ctrl.Options{
 		Scheme:                  clientgoscheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		LeaderElection:          true,
 		LeaderElectionID:        "holder-mirror",
-		LeaderElectionNamespace: "kube-system",
+		LeaderElectionNamespace: "operators",
 		LeaseDuration:           &leaseDuration,
 		RenewDeadline:           &renewDeadline,
 		RetryPeriod:             &retryPeriod,
@@ -119,7 +223,7 @@ func TestControllerRuntime(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not elected within 30s")
 	}
-	lock := must[*coordinationv1.Lease](t)(c.CoordinationV1().Leases("kube-system").Get(ctx, "holder-mirror", metav1.GetOptions{}))
+	lock := must[*coordinationv1.Lease](t)(c.CoordinationV1().Leases("operators").Get(ctx, "holder-mirror", metav1.GetOptions{}))
 	if lock.Spec.HolderIdentity == nil || *lock.Spec.HolderIdentity == "" || lock.Spec.LeaseDurationSeconds == nil || *lock.Spec.LeaseDurationSeconds != 4 {
 		t.Errorf("leader election lease: %+v", lock.Spec)
 	}

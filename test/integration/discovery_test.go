@@ -81,7 +81,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name+"="+g.PreferredVersion.GroupVersion)
 	}
-	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1"}
+	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1", "rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
 	}

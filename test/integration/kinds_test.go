@@ -84,6 +84,10 @@ func TestKinds(t *testing.T) {
 			Invalid:      func(obj map[string]any) { obj["metadata"].(map[string]any)["name"] = "not.a.label" },
 			InvalidField: "metadata.name",
 		},
+		"roles":                    rbacRoleFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"})),
+		"clusterroles":             rbacRoleFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"})),
+		"rolebindings":             rbacBindingFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}), "Role"),
+		"clusterrolebindings":      rbacBindingFixture(storage(schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}), "ClusterRole"),
 		"leasecandidates":          candidateFixture(storage(schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"})),
 		"leasecandidates.v1alpha2": candidateFixture(resources.Find(kinds, schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}).Resources()[1]),
 		"widgets.v2": {
@@ -160,6 +164,46 @@ func TestKinds(t *testing.T) {
 			t.Errorf("apply at v2: %v", applied.Object["spec"])
 		}
 	})
+}
+
+// rbacRoleFixture is the suite's fixture of Roles and ClusterRoles: a
+// rule on leases whose verbs change.
+func rbacRoleFixture(res resources.Resource) kindtest.Fixture {
+	return kindtest.Fixture{
+		Resource: res,
+		Content: func() map[string]any {
+			return map[string]any{"rules": []any{map[string]any{
+				"apiGroups": []any{"coordination.k8s.io"}, "resources": []any{"leases"}, "verbs": []any{"get"},
+			}}}
+		},
+		Change: func(obj map[string]any) {
+			rule := obj["rules"].([]any)[0].(map[string]any)
+			rule["resourceNames"] = []any{"lease-" + nextChange()}
+		},
+		Invalid:      func(obj map[string]any) { obj["rules"].([]any)[0].(map[string]any)["verbs"] = []any{} },
+		InvalidField: "rules[0].verbs",
+		InvalidName:  "a%b",
+	}
+}
+
+// rbacBindingFixture is the suite's fixture of RoleBindings and
+// ClusterRoleBindings (whose roleRef cannot change): the subjects change.
+func rbacBindingFixture(res resources.Resource, roleKind string) kindtest.Fixture {
+	return kindtest.Fixture{
+		Resource: res,
+		Content: func() map[string]any {
+			return map[string]any{
+				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": roleKind, "name": "view"},
+				"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}},
+			}
+		},
+		Change: func(obj map[string]any) {
+			obj["subjects"].([]any)[0].(map[string]any)["name"] = "user-" + nextChange()
+		},
+		Invalid:      func(obj map[string]any) { obj["subjects"].([]any)[0].(map[string]any)["kind"] = "Robot" },
+		InvalidField: "subjects[0].kind",
+		InvalidName:  "a%b",
+	}
 }
 
 // candidateFixture is the suite's LeaseCandidate at res's version. Its

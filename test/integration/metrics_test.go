@@ -96,6 +96,24 @@ func TestMetricsAuthorization(t *testing.T) {
 	}
 }
 
+// TestMetricsRBAC: with RBAC (the default mode), the system:monitoring
+// group may scrape /metrics through kube-apiserver's bootstrap
+// system:monitoring ClusterRole and binding; other users may not.
+func TestMetricsRBAC(t *testing.T) {
+	t.Parallel()
+	s := startWithUsers(t, "")
+	writeTestFile(t, s.tokenFile, testTokens+"prom-token,prometheus,uid-prom,system:monitoring\n")
+	prom := s.tokenConfig("prom-token")
+	waitFor(t, func() bool { code, _ := scrape(t, s, prom); return code != http.StatusUnauthorized })
+	if code, body := scrape(t, s, prom); code != http.StatusOK || !bytes.Contains(body, []byte("apiserver_request_total")) {
+		t.Errorf("system:monitoring: GET /metrics: %d\n%.300s", code, body)
+	}
+	code, body := scrape(t, s, s.tokenConfig("bob-token"))
+	if want := `forbidden: User \"bob\" cannot get path \"/metrics\"`; code != http.StatusForbidden || !bytes.Contains(body, []byte(want)) {
+		t.Errorf("bob: GET /metrics: %d, want 403 %s\n%.300s", code, want, body)
+	}
+}
+
 func TestMetrics(t *testing.T) {
 	s := startSecure(t, "")
 	c := s.Client(t)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -41,6 +43,7 @@ bob-token,bob,uid-bob
 watcher-token,wanda,uid-wanda,watchers
 ops-token,oscar,uid-oscar,ops
 root-token,root,uid-root,system:masters
+holder-mirror-token,system:serviceaccount:operators:holder-mirror,uid-hm,"system:serviceaccounts,system:serviceaccounts:operators"
 `
 
 // testPolicy restricts alice to team-a, bob to reading team-a, the
@@ -54,8 +57,23 @@ const testPolicy = `{"apiVersion":"abac.authorization.kubernetes.io/v1beta1","ki
 `
 
 // startSecure starts a server with testTokens, a client CA, and policy
-// as its policy file unless policy is empty.
+// as its policy file (ABAC). With an empty policy the server runs with
+// its default, RBAC, and the users of testTokens are bound to
+// cluster-admin: each may do everything, as every authenticated user
+// could before RBAC.
 func startSecure(t *testing.T, policy string, opts ...testserver.Option) *secureServer {
+	t.Helper()
+	s := startWithUsers(t, policy, opts...)
+	if policy == "" {
+		bindClusterAdmin(t, s, "test-token-users", "alice", "bob", "wanda", "oscar")
+	}
+	return s
+}
+
+// startWithUsers starts a server with testTokens, a client CA, and policy
+// as its policy file unless policy is empty; then it runs with RBAC, and
+// the users of testTokens may do nothing until bound.
+func startWithUsers(t *testing.T, policy string, opts ...testserver.Option) *secureServer {
 	t.Helper()
 	s := &secureServer{dir: t.TempDir(), clientCA: newTestCA(t, "client-ca")}
 	s.tokenFile = filepath.Join(s.dir, "tokens.csv")
@@ -74,6 +92,27 @@ func startSecure(t *testing.T, policy string, opts ...testserver.Option) *secure
 	}
 	s.Server = testserver.Start(t, append(all, opts...)...)
 	return s
+}
+
+// bindClusterAdmin binds users to cluster-admin and waits until the
+// authorizer sees the binding (it reads the cache, which trails writes).
+func bindClusterAdmin(t testing.TB, s *secureServer, name string, users ...string) {
+	t.Helper()
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+	}
+	for _, u := range users {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
+	}
+	if _, err := s.Client(t).RbacV1().ClusterRoleBindings().Create(t.Context(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	last := s.tokenConfig(map[string]string{"alice": "alice-token", "bob": "bob-token", "wanda": "watcher-token", "oscar": "ops-token"}[users[len(users)-1]])
+	waitFor(t, func() bool {
+		_, err := secClient(t, last).CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+		return err == nil
+	})
 }
 
 func writeTestFile(t testing.TB, path, content string) {

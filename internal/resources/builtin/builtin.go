@@ -10,6 +10,7 @@ import (
 	"github.com/leasehold/leasehold/internal/resources/lease"
 	"github.com/leasehold/leasehold/internal/resources/leasecandidate"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
+	"github.com/leasehold/leasehold/internal/resources/rbac"
 )
 
 // Options are the server settings that change what is served.
@@ -27,6 +28,10 @@ func Kinds(opts Options) []*resources.Kind {
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
+		rbac.NewClusterRole(),
+		rbac.NewClusterRoleBinding(),
+		rbac.NewRole(),
+		rbac.NewRoleBinding(),
 	}
 	if opts.CoordinatedLeaderElection {
 		kinds = append(kinds, leasecandidate.New())
