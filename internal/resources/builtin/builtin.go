@@ -5,8 +5,11 @@
 package builtin
 
 import (
+	"time"
+
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/endpoints"
+	"github.com/leasehold/leasehold/internal/resources/event"
 	"github.com/leasehold/leasehold/internal/resources/lease"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
 )
@@ -17,6 +20,9 @@ type Options struct {
 	// spec.strategy and spec.preferredHolder are kept; without it they
 	// are dropped, as kube-apiserver does while its feature gate is off.
 	CoordinatedLeaderElection bool
+	// EventTTL is how long an event lives after its last write
+	// (kube-apiserver's --event-ttl); 0 means forever, as there.
+	EventTTL time.Duration
 }
 
 // Kinds returns a fresh list of the served kinds.
@@ -25,5 +31,6 @@ func Kinds(opts Options) []*resources.Kind {
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
+		event.New(event.Options{TTL: opts.EventTTL}),
 	}
 }
