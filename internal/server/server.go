@@ -53,6 +53,9 @@ type Config struct {
 	// WatchWindow is the number of events per resource kept for watches
 	// resuming from the past.
 	WatchWindow int
+	// EventTTL is how long an Event lives after its last write
+	// (kube-apiserver's --event-ttl); 0 means forever.
+	EventTTL time.Duration
 	Logger      *slog.Logger
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// when the server stops.
@@ -229,7 +232,7 @@ func New(cfg Config) (*Server, error) {
 
 	kinds := cfg.Kinds
 	if kinds == nil {
-		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection})
+		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection, EventTTL: cfg.EventTTL})
 	}
 	var docs *openapi.Service
 	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds); err != nil {
