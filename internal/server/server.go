@@ -56,7 +56,7 @@ type Config struct {
 	// EventTTL is how long an Event lives after its last write
 	// (kube-apiserver's --event-ttl); 0 means forever.
 	EventTTL time.Duration
-	Logger      *slog.Logger
+	Logger   *slog.Logger
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// when the server stops.
 	ShutdownTimeout time.Duration
