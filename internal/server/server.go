@@ -53,10 +53,7 @@ type Config struct {
 	// WatchWindow is the number of events per resource kept for watches
 	// resuming from the past.
 	WatchWindow int
-	// EventTTL is how long an Event lives after its last write
-	// (kube-apiserver's --event-ttl); 0 means forever.
-	EventTTL time.Duration
-	Logger   *slog.Logger
+	Logger      *slog.Logger
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// when the server stops.
 	ShutdownTimeout time.Duration
@@ -146,6 +143,9 @@ type Config struct {
 	// singleton controllers run without being elected with a Lease. The
 	// embedded engine is always standalone.
 	Standalone bool
+	// EventTTL is how long an Event lives after its last write
+	// (kube-apiserver's --event-ttl); 0 means forever.
+	EventTTL time.Duration
 }
 
 // Storage engines for Config.Storage.
