@@ -37,12 +37,14 @@ type errorLog struct {
 	errors []string
 }
 
-func (l *errorLog) Init(logr.RuntimeInfo)                  {}
-func (l *errorLog) Enabled(int) bool                       { return false }
-func (l *errorLog) Info(int, string, ...any)               {}
-func (l *errorLog) WithValues(...any) logr.LogSink         { return l }
-func (l *errorLog) WithName(string) logr.LogSink           { return l }
-func (l *errorLog) Error(err error, msg string, kv ...any) { l.add(fmt.Sprintf("%s: %v %v", msg, err, kv)) }
+func (l *errorLog) Init(logr.RuntimeInfo)          {}
+func (l *errorLog) Enabled(int) bool               { return false }
+func (l *errorLog) Info(int, string, ...any)       {}
+func (l *errorLog) WithValues(...any) logr.LogSink { return l }
+func (l *errorLog) WithName(string) logr.LogSink   { return l }
+func (l *errorLog) Error(err error, msg string, kv ...any) {
+	l.add(fmt.Sprintf("%s: %v %v", msg, err, kv))
+}
 
 func (l *errorLog) add(s string) {
 	l.mu.Lock()
@@ -134,11 +136,11 @@ func TestEventRecorders(t *testing.T) {
 	// Field selectors, each version with its own labels.
 	for sel, want := range map[string]int{
 		"involvedObject.kind=Lease,involvedObject.name=subject,involvedObject.namespace=" + ns: 3,
-		"involvedObject.uid=" + string(lease.UID):                                          3,
-		"source=events-test":                                                               2,
-		"source=leasehold.dev/events-test":                                                 1,
-		"reportingComponent=leasehold.dev/events-test":                                     1,
-		"type=Normal,reason!=Acquired":                                                     1,
+		"involvedObject.uid=" + string(lease.UID):                                              3,
+		"source=events-test":                           2,
+		"source=leasehold.dev/events-test":             1,
+		"reportingComponent=leasehold.dev/events-test": 1,
+		"type=Normal,reason!=Acquired":                 1,
 	} {
 		if got := len(listCore(t, c, ns, sel)); got != want {
 			t.Errorf("v1 events with %s: %d, want %d", sel, got, want)
