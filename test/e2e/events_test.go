@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -9,9 +10,65 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/leasehold/leasehold/internal/testserver"
 )
+
+// TestKubectlDescribeElection: kubectl describe lease shows the event
+// client-go's leader election records about its Lease when it is elected.
+func TestKubectlDescribeElection(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	k := newKubectl(t, s)
+	c := s.Client(t)
+	w, err := c.CoreV1().Events("default").Watch(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=Lease,involvedObject.name=elected,reason=LeaderElection"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	b := record.NewBroadcaster(record.WithContext(t.Context()))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.CoreV1().Events("")})
+	defer b.Shutdown()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() {
+		defer close(done)
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{
+				LeaseMeta: metav1.ObjectMeta{Namespace: "default", Name: "elected"},
+				Client:    c.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{
+					Identity:      "candidate-1",
+					EventRecorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "candidate-1"}),
+				},
+			},
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
+		})
+	}()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Added {
+			break
+		}
+	}
+	out := k.ok("", "describe", "lease", "elected")
+	for _, re := range []string{
+		`(?m)^  Holder Identity:\s+candidate-1$`,
+		`(?m)^Events:$`,
+		`(?m)^  Normal\s+LeaderElection\s+\S+\s+candidate-1\s+candidate-1 became leader$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("describe lease lacks %s:\n%s", re, out)
+		}
+	}
+}
 
 // TestKubectlEvents: kubectl get events (both groups), kubectl events,
 // kubectl describe's Events section and kubectl explain, against events
