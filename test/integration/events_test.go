@@ -96,6 +96,12 @@ func TestEventRecorders(t *testing.T) {
 		rec.Event(lease, corev1.EventTypeNormal, "Acquired", "a acquired the lease")
 	}
 	rec.Eventf(lease, corev1.EventTypeWarning, "Lost", "a lost the lease after %d s", 15)
+	// Similar events (one reason, messages of their own): the first few
+	// are created, then the recorder aggregates the rest into one event
+	// whose count it bumps.
+	for i := range 12 {
+		rec.Eventf(lease, corev1.EventTypeNormal, "Scaled", "scaled to %d", i)
+	}
 
 	// tools/events, events.k8s.io/v1: the second occurrence makes a series.
 	ev1 := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.EventsV1()})
@@ -114,6 +120,18 @@ func TestEventRecorders(t *testing.T) {
 		return len(l) == 1 && l[0].Series != nil && l[0].Series.Count == 2
 	})
 	waitFor(t, func() bool { return len(listCore(t, c, ns, "type=Warning")) == 1 })
+	var scaled int // events stored for the 12 Scaled
+	waitFor(t, func() bool {
+		l := listCore(t, c, ns, "reason=Scaled")
+		var count int32
+		aggregated := false
+		for _, e := range l {
+			count += e.Count
+			aggregated = aggregated || strings.HasPrefix(e.Message, "(combined from similar events): ") && e.Count > 1
+		}
+		scaled = len(l)
+		return aggregated && count == 12
+	})
 	core.Shutdown()
 	ev1.Shutdown()
 	log.check(t)
@@ -135,19 +153,19 @@ func TestEventRecorders(t *testing.T) {
 
 	// Field selectors, each version with its own labels.
 	for sel, want := range map[string]int{
-		"involvedObject.kind=Lease,involvedObject.name=subject,involvedObject.namespace=" + ns: 3,
-		"involvedObject.uid=" + string(lease.UID):                                              3,
-		"source=events-test":                           2,
+		"involvedObject.kind=Lease,involvedObject.name=subject,involvedObject.namespace=" + ns: 3 + scaled,
+		"involvedObject.uid=" + string(lease.UID):                                              3 + scaled,
+		"source=events-test":                           2 + scaled,
 		"source=leasehold.dev/events-test":             1,
 		"reportingComponent=leasehold.dev/events-test": 1,
-		"type=Normal,reason!=Acquired":                 1,
+		"type=Normal,reason!=Acquired":                 1 + scaled,
 	} {
 		if got := len(listCore(t, c, ns, sel)); got != want {
 			t.Errorf("v1 events with %s: %d, want %d", sel, got, want)
 		}
 	}
 	for sel, want := range map[string]int{
-		"regarding.name=subject,regarding.kind=Lease":   3,
+		"regarding.name=subject,regarding.kind=Lease":   3 + scaled,
 		"reportingController=leasehold.dev/events-test": 1,
 		"reason=Lost,type=Warning":                      1,
 	} {
