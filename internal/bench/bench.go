@@ -25,8 +25,9 @@ type Env struct {
 	// one leasehold sharing a store): a scenario's simulated clients are
 	// spread over them round-robin. Configs[0] is Config.
 	Configs []*rest.Config
-	// PID, when non-zero, is the server process, sampled for CPU and RSS.
-	PID int
+	// PIDs, when any, are the server's processes (several: kube-apiserver
+	// and its etcd, to compare), sampled together for CPU and RSS.
+	PIDs []int
 	// Out receives the results.
 	Out io.Writer
 	// Progress, when not nil, receives reports of how a scenario is going
@@ -41,7 +42,7 @@ type Env struct {
 // kubeconfigs of replicas of one leasehold, whose servers the simulated
 // clients are then spread over. A path that exists as given is one
 // kubeconfig, commas and all.
-func NewEnv(kubeconfig string, pid int, out io.Writer) (*Env, error) {
+func NewEnv(kubeconfig string, pids []int, out io.Writer) (*Env, error) {
 	paths := []string{kubeconfig}
 	if _, err := os.Stat(kubeconfig); err != nil && strings.Contains(kubeconfig, ",") {
 		paths = nil
@@ -51,7 +52,7 @@ func NewEnv(kubeconfig string, pid int, out io.Writer) (*Env, error) {
 			}
 		}
 	}
-	e := &Env{PID: pid, Out: out}
+	e := &Env{PIDs: pids, Out: out}
 	for _, p := range paths {
 		cfg, err := clientcmd.BuildConfigFromFlags("", p)
 		if err != nil {
@@ -94,22 +95,46 @@ func (e *Env) clientFor(i int) (kubernetes.Interface, error) {
 
 func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 
-// Process samples a process's CPU time and memory from /proc.
+// Process samples the CPU time and memory of a server's processes from
+// /proc: their sums.
 type Process struct {
-	pid       int
+	pids      []int
 	startCPU  time.Duration
 	startWall time.Time
 	peakRSS   int64
 }
 
-// StartSampling begins measuring pid (nil when pid is 0).
-func StartSampling(pid int) *Process {
-	if pid == 0 {
+// StartSampling begins measuring pids (nil when there are none).
+func StartSampling(pids []int) *Process {
+	if len(pids) == 0 {
 		return nil
 	}
-	p := &Process{pid: pid, startWall: time.Now()}
-	p.startCPU, _ = cpuTime(pid)
+	p := &Process{pids: pids, startWall: time.Now()}
+	p.startCPU = p.cpu()
 	return p
+}
+
+// cpu is the processes' CPU time so far.
+func (p *Process) cpu() time.Duration {
+	var sum time.Duration
+	for _, pid := range p.pids {
+		t, _ := cpuTime(pid)
+		sum += t
+	}
+	return sum
+}
+
+// RSS is the processes' resident set size now.
+func (p *Process) RSS() (int64, error) {
+	var sum int64
+	for _, pid := range p.pids {
+		n, err := RSS(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // Sample records the current RSS for the peak.
@@ -117,21 +142,42 @@ func (p *Process) Sample() {
 	if p == nil {
 		return
 	}
-	if rss, err := RSS(p.pid); err == nil && rss > p.peakRSS {
+	if rss, err := p.RSS(); err == nil && rss > p.peakRSS {
 		p.peakRSS = rss
 	}
 }
 
-// Report describes CPU use since the start and the peak RSS seen.
-func (p *Process) Report() string {
+// CPU is the CPU time the processes used since the start.
+func (p *Process) CPU() time.Duration { return p.cpu() - p.startCPU }
+
+// Report describes CPU use since the start, per operation when ops is
+// positive (op names one, as "renewal"), and the peak RSS seen.
+func (p *Process) Report(ops int64, op string) string {
 	if p == nil {
 		return ""
 	}
 	p.Sample()
-	cpu, _ := cpuTime(p.pid)
+	cpu := p.CPU()
 	wall := time.Since(p.startWall)
-	return fmt.Sprintf("server: %.2f cores (%.1fs CPU in %.1fs), peak RSS %.1f MiB",
-		(cpu-p.startCPU).Seconds()/wall.Seconds(), (cpu - p.startCPU).Seconds(), wall.Seconds(), float64(p.peakRSS)/(1<<20))
+	per := ""
+	if ops > 0 {
+		per = "; " + perOp(cpu, ops) + " per " + op
+	}
+	return fmt.Sprintf("server: %.2f cores (%.1fs CPU in %.1fs%s), peak RSS %.1f MiB",
+		cpu.Seconds()/wall.Seconds(), cpu.Seconds(), wall.Seconds(), per, float64(p.peakRSS)/(1<<20))
+}
+
+// perOp formats cpu/ops in a readable unit. /proc counts CPU in ticks of
+// 10 ms: the runs are meant to be long enough for that not to matter.
+func perOp(cpu time.Duration, ops int64) string {
+	d := cpu / time.Duration(ops)
+	switch {
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
 // RSS returns the resident set size of pid in bytes.

@@ -38,7 +38,7 @@ func TestNewEnvSpreadsOverKubeconfigs(t *testing.T) {
 	writeKubeconfig(t, a, "https://127.0.0.1:1")
 	writeKubeconfig(t, b, "https://127.0.0.1:2")
 
-	e, err := NewEnv(a+","+b, 0, io.Discard)
+	e, err := NewEnv(a+","+b, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestNewEnvSpreadsOverKubeconfigs(t *testing.T) {
 	}
 
 	// One kubeconfig, as before.
-	e, err = NewEnv(b, 0, io.Discard)
+	e, err = NewEnv(b, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestNewEnvSpreadsOverKubeconfigs(t *testing.T) {
 	// A file whose name has a comma is one kubeconfig.
 	c := filepath.Join(dir, "with,comma")
 	writeKubeconfig(t, c, "https://127.0.0.1:3")
-	if e, err = NewEnv(c, 0, io.Discard); err != nil || len(e.Configs) != 1 {
+	if e, err = NewEnv(c, nil, io.Discard); err != nil || len(e.Configs) != 1 {
 		t.Errorf("kubeconfig named with a comma: %v, %v", e, err)
 	}
 }

@@ -56,7 +56,6 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 		return err
 	}
 
-	proc := StartSampling(e.PID)
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
 	received := make([][]receipt, fc.Watchers)
@@ -97,6 +96,9 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 	}
 	prog.Stop()
 	fmt.Fprintf(e.Out, "fanout: %d %s watchers connected; %d addresses; %.1f updates/s for %v\n", fc.Watchers, enc, fc.Addresses, fc.Rate, fc.Duration)
+	// The server's CPU from here on is the updates' and their delivery's,
+	// not the watchers' connecting.
+	proc := StartSampling(e.PIDs)
 
 	acks := map[int64]time.Time{}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / fc.Rate))
@@ -152,7 +154,7 @@ func Fanout(ctx context.Context, e *Env, fc FanoutConfig) error {
 	}
 	fmt.Fprintf(e.Out, "fanout: delivery after acknowledgement: %s; missed %d of %d\n", lat, missed, len(acks)*fc.Watchers)
 	if proc != nil {
-		fmt.Fprintln(e.Out, proc.Report())
+		fmt.Fprintln(e.Out, proc.Report(int64(len(lat)), "event delivered"))
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 // namespace with the given number of clients, skipping ones that exist,
 // and reports the rate and, with a pid, the server's RSS afterwards.
 func Fill(ctx context.Context, e *Env, namespace string, n, clients int) error {
-	proc := StartSampling(e.PID)
+	proc := StartSampling(e.PIDs)
 	start := time.Now()
 	var done atomic.Int64
 	var firstErr error
@@ -63,7 +63,7 @@ func Fill(ctx context.Context, e *Env, namespace string, n, clients int) error {
 	el := time.Since(start)
 	fmt.Fprintf(e.Out, "fill: %d leases in %v with %d clients (%.0f creates/s)\n", n, el.Round(time.Millisecond), clients, float64(n)/el.Seconds())
 	if proc != nil {
-		fmt.Fprintln(e.Out, proc.Report())
+		fmt.Fprintln(e.Out, proc.Report(int64(n), "create"))
 	}
 	return nil
 }

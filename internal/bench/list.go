@@ -56,6 +56,7 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 			var lat Latencies
 			var size int64
 			prog := e.startProgress(func() string { return "list: " + phase.Load().(string) })
+			proc := StartSampling(e.PIDs)
 			for r := range rounds {
 				phase.Store(fmt.Sprintf("whole, %s, %s: round %d of %d", accept, encoding, r+1, rounds))
 				t := time.Now()
@@ -66,13 +67,14 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 				lat = append(lat, time.Since(t))
 			}
 			prog.Stop()
-			fmt.Fprintf(e.Out, "list %s whole, %s (%.1f MiB): %s\n", accept, encoding, float64(size)/(1<<20), lat)
+			fmt.Fprintf(e.Out, "list %s whole, %s (%.1f MiB): %s%s\n", accept, encoding, float64(size)/(1<<20), lat, cpuPer(proc, rounds, "list"))
 		}
 	}
 	var lat Latencies
 	pages := 0
 	prog := e.startProgress(func() string { return "list: " + phase.Load().(string) })
 	defer prog.Stop()
+	proc := StartSampling(e.PIDs)
 	for r := range rounds {
 		t := time.Now()
 		cont := ""
@@ -93,8 +95,17 @@ func List(ctx context.Context, e *Env, namespace string, pageSize, rounds int) e
 		lat = append(lat, time.Since(t))
 	}
 	prog.Stop()
-	fmt.Fprintf(e.Out, "list application/json in pages of %d (%d pages): %s\n", pageSize, pages/rounds, lat)
+	fmt.Fprintf(e.Out, "list application/json in pages of %d (%d pages): %s%s\n", pageSize, pages/rounds, lat, cpuPer(proc, rounds, "list"))
 	return nil
+}
+
+// cpuPer reports the server's CPU per operation since proc started, or
+// nothing without a server to sample.
+func cpuPer(proc *Process, ops int, op string) string {
+	if proc == nil {
+		return ""
+	}
+	return "; server CPU " + perOp(proc.CPU(), int64(ops)) + " per " + op
 }
 
 // continueToken finds metadata.continue in the head of a JSON list.

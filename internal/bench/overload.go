@@ -80,7 +80,7 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 			}
 		}
 	}
-	proc := StartSampling(e.PID)
+	proc := StartSampling(e.PIDs)
 
 	const reportEvery = 10 * time.Second
 	perConn := int64(oc.StreamsPerConnection)
@@ -168,8 +168,8 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 			}
 			proc.Sample()
 			rss := ""
-			if e.PID != 0 {
-				if n, err := RSS(e.PID); err == nil {
+			if proc != nil {
+				if n, err := proc.RSS(); err == nil {
 					rss = fmt.Sprintf(", server RSS %.0f MiB", float64(n)/(1<<20))
 				}
 			}
@@ -237,7 +237,7 @@ func Overload(ctx context.Context, e *Env, oc OverloadConfig) error {
 	}
 	fmt.Fprintf(e.Out, "overload: reads alongside: latency %s, %d failed\n", probes, probeFailures.Load())
 	if proc != nil {
-		fmt.Fprintln(e.Out, proc.Report())
+		fmt.Fprintln(e.Out, proc.Report(int64(len(admitted)+len(refused)), "answered write"))
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 	if err := checkFilled(ctx, e, namespace, leases); err != nil {
 		return err
 	}
-	proc := StartSampling(e.PID)
+	proc := StartSampling(e.PIDs)
 	servers := max(len(e.Configs), 1)
 	var mu sync.Mutex
 	var all Latencies
@@ -107,7 +107,7 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 		}
 	}
 	if proc != nil {
-		fmt.Fprintln(e.Out, proc.Report())
+		fmt.Fprintln(e.Out, proc.Report(int64(len(all)), "renewal"))
 	}
 	return nil
 }

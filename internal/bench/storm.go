@@ -64,7 +64,7 @@ func Storm(ctx context.Context, e *Env, cfg StormConfig) error {
 		}
 	}
 	e.reportStore(ctx, c, cfg, "before")
-	proc := StartSampling(e.PID)
+	proc := StartSampling(e.PIDs)
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 
@@ -219,7 +219,13 @@ func Storm(ctx context.Context, e *Env, cfg StormConfig) error {
 		fmt.Fprintln(e.Out, "storm: no events (the baseline)")
 	}
 	if proc != nil {
-		fmt.Fprintln(e.Out, proc.Report())
+		// Per renewal only without a storm: the events' CPU is not the
+		// renewals'.
+		ops := int64(len(renewLat))
+		if cfg.EventsPerSecond > 0 {
+			ops = 0
+		}
+		fmt.Fprintln(e.Out, proc.Report(ops, "renewal"))
 	}
 	e.reportStore(ctx, c, cfg, "after the storm")
 	if cfg.WaitExpiry > 0 && cfg.EventsPerSecond > 0 {
@@ -276,8 +282,8 @@ func countEvents(ctx context.Context, c kubernetes.Interface, namespace string) 
 // the server's RSS and data directory size.
 func (e *Env) reportStore(ctx context.Context, c kubernetes.Interface, cfg StormConfig, when string) {
 	line := fmt.Sprintf("store %s: %d events", when, countEvents(ctx, c, cfg.EventNamespace))
-	if e.PID != 0 {
-		if rss, err := RSS(e.PID); err == nil {
+	if p := StartSampling(e.PIDs); p != nil {
+		if rss, err := p.RSS(); err == nil {
 			line += fmt.Sprintf(", server RSS %.1f MiB", float64(rss)/(1<<20))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "./leasehold-data/admin.kubeconfig", "kubeconfig of the server under test; several, comma-separated, spread the clients over replicas")
-	pid := fs.Int("server-pid", 0, "pid of the server process, to report its CPU and memory (Linux)")
+	pids := fs.String("server-pid", "", "pid of the server process, or several comma-separated (kube-apiserver's and etcd's, to compare), to report their CPU and memory (Linux)")
 	namespace := fs.String("namespace", "default", "namespace to work in")
 	var run func(e *bench.Env) error
 	switch args[0] {
@@ -103,7 +104,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.VisitAll(func(f *flag.Flag) {
 		switch v := f.Value.(flag.Getter).Get().(type) {
 		case int:
-			if v <= 0 && f.Name != "server-pid" {
+			if v <= 0 {
 				bad = append(bad, "--"+f.Name)
 			}
 		case float64:
@@ -119,7 +120,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(bad) > 0 {
 		return fmt.Errorf("%s must be positive", strings.Join(bad, ", "))
 	}
-	e, err := bench.NewEnv(*kubeconfig, *pid, stdout)
+	serverPIDs, err := parsePIDs(*pids)
+	if err != nil {
+		return err
+	}
+	e, err := bench.NewEnv(*kubeconfig, serverPIDs, stdout)
 	if err != nil {
 		return err
 	}
@@ -128,6 +133,22 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.Progress = stderr
 	e.Live = isTerminal(stderr)
 	return run(e)
+}
+
+// parsePIDs parses --server-pid: pids separated by commas.
+func parsePIDs(s string) ([]int, error) {
+	var pids []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("--server-pid: %q is not a process id", f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }
 
 // isTerminal reports whether w is a terminal.

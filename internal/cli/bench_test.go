@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +49,8 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{"bench", "renew", "--duration", "-1s"},
 		{"bench", "fill", "extra"},
 		{"bench", "storm", "--events-per-second", "-1"},
+		{"bench", "renew", "--server-pid", "x"},
+		{"bench", "renew", "--server-pid", "12,-3"},
 	} {
 		if err := Run(t.Context(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
@@ -84,6 +88,17 @@ func TestBenchRenewNeedsFill(t *testing.T) {
 	}
 	if out := stdout.String(); !strings.HasPrefix(out, "renew: 2 clients over 20 leases: ") || strings.Count(out, "\n") != 1 {
 		t.Errorf("renew output:\n%s", out)
+	}
+
+	// With the server's pids (the test's own process, twice: the sums of
+	// several processes), its CPU per renewal and memory.
+	stdout.Reset()
+	pid := strconv.Itoa(os.Getpid())
+	if err := Run(t.Context(), append(renew, "--server-pid", pid+","+pid), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !regexp.MustCompile(`\nserver: [0-9.]+ cores \([0-9.]+s CPU in [0-9.]+s; [0-9.]+ (µs|ms) per renewal\), peak RSS [0-9.]+ MiB\n$`).MatchString(out) {
+		t.Errorf("renew output with --server-pid:\n%s", out)
 	}
 }
 

@@ -122,7 +122,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./leasehold-data", "directory for the store, certificates and admin.kubeconfig")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to serve HTTPS on")
 	fs.BoolVar(&cfg.CoordinatedLeaderElection, "coordinated-leader-election", true,
-		"keep and validate Lease spec.strategy and spec.preferredHolder (false drops them, as kube-apiserver does by default)")
+		"coordinated leader election: serve LeaseCandidates, keep Lease spec.strategy and spec.preferredHolder, and elect the holders of Leases with candidates (false: none of it, as kube-apiserver by default)")
 	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
 	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long an Event lives after its last write, as kube-apiserver's flag (0: forever)")
 	fs.IntVar(&s.minRequestTimeout, "min-request-timeout", 1800,

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +40,10 @@ type Codecs struct {
 	// for the others, as kube-apiserver stores built-in kinds and custom
 	// resources.
 	protoStorage, jsonStorage runtime.Serializer
+	// negotiated remembers the outcome of Accept headers seen before
+	// (clients send a handful), bounded by negotiatedMax.
+	negotiated     sync.Map // negotiation → Output
+	negotiatedSize atomic.Int32
 }
 
 // New builds the scheme of the served kinds, at every version they are

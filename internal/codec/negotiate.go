@@ -81,10 +81,40 @@ func (c *Codecs) NegotiateStream(req *http.Request, target Target) (Output, erro
 	return out, nil
 }
 
+// negotiation is a key of Codecs.negotiated.
+type negotiation struct {
+	accept string
+	target Target
+}
+
+// negotiatedMax bounds Codecs.negotiated, and negotiatedLen the Accept
+// headers it keeps: a hostile client sending new ones at every request
+// costs parsing, not memory.
+const (
+	negotiatedMax = 256
+	negotiatedLen = 512
+)
+
 func (c *Codecs) negotiate(accept string, target Target) (Output, bool) {
 	if accept == "" {
 		return Output{Info: c.infos[0]}, true
 	}
+	key := negotiation{accept, target}
+	if out, ok := c.negotiated.Load(key); ok {
+		return out.(Output), true
+	}
+	out, ok := c.parseAccept(accept, target)
+	// A Transform is the caller's to fill in: not shared.
+	if ok && out.Transform == nil && len(accept) <= negotiatedLen && c.negotiatedSize.Load() < negotiatedMax {
+		if _, loaded := c.negotiated.LoadOrStore(key, out); !loaded {
+			c.negotiatedSize.Add(1)
+		}
+	}
+	return out, ok
+}
+
+// parseAccept is negotiate without the memory.
+func (c *Codecs) parseAccept(accept string, target Target) (Output, bool) {
 	for _, clause := range goautoneg.ParseAccept(accept) {
 		for _, info := range c.infos {
 			if target.NoProtobuf && info.MediaType == Protobuf {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/leasehold/leasehold/internal/registry"
@@ -98,27 +99,78 @@ func (r *Runner) runElected(ctx context.Context, c Controller) {
 	// client-go's elector logs through klog's logger in ctx: this one.
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(r.log.Handler()))
 	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   leaseDuration,
-			RenewDeadline:   renewDeadline,
-			RetryPeriod:     retryPeriod,
-			ReleaseOnCancel: true,
-			Name:            c.Name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) {
-					r.log.Info("controller elected; running it here", "controller", c.Name, "identity", r.identity)
-					r.runLoop(lctx, c)
-				},
-				OnStoppedLeading: func() {
-					r.log.Info("controller no longer leads here", "controller", c.Name)
-				},
-			},
-		})
-		if err != nil {
-			r.log.Error("controller cannot be elected; not running it", "controller", c.Name, "err", fmt.Errorf("leader election: %w", err))
+		if err := r.campaign(ctx, lock, c); err != nil {
+			r.log.Error("controller cannot be elected; not running it", "controller", c.Name, "err", err)
 			return
 		}
-		le.Run(ctx)
 	}
+}
+
+// campaign runs one client-go elector for c, and c while it leads, until
+// the elector loses the Lease or ctx ends. c stops before the elector
+// releases the Lease (when ctx ends) and before campaign returns (when
+// the Lease is lost), so that c never runs here while another replica
+// may already run it: client-go cancels its OnStartedLeading context only
+// after releasing.
+func (r *Runner) campaign(ctx context.Context, lock resourcelock.Interface, c Controller) error {
+	// The elector stops when stopElecting is called: at once when ctx
+	// ends while c does not run, else once c has stopped.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	var mu sync.Mutex // guards started
+	started := false
+	ran := make(chan struct{}) // closed when c stopped, once started
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            c.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				mu.Lock()
+				if ctx.Err() != nil {
+					mu.Unlock()
+					stopElecting()
+					return
+				}
+				started = true
+				mu.Unlock()
+				defer close(ran)
+				runCtx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				defer context.AfterFunc(ctx, cancel)()
+				r.log.Info("controller elected; running it here", "controller", c.Name, "identity", r.identity)
+				r.runLoop(runCtx, c)
+				r.log.Info("controller no longer runs here", "controller", c.Name)
+				stopElecting()
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			mu.Lock()
+			if !started {
+				stopElecting()
+			}
+			mu.Unlock()
+		case <-done:
+		}
+	}()
+	le.Run(electCtx)
+	close(done)
+	mu.Lock()
+	wait := started
+	mu.Unlock()
+	if wait {
+		<-ran
+	}
+	return nil
 }

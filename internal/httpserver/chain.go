@@ -19,13 +19,12 @@ func userFrom(ctx context.Context) (auth.User, bool) {
 	return u, ok
 }
 
-// serveChain serves every request but /version and the health endpoints
-// through kube-apiserver's filters, in its order
+// serveChain serves every request but /version, the health endpoints and
+// the UI's static files through kube-apiserver's filters, in its order
 // (apiserver/pkg/server/config.go DefaultBuildHandlerChain): the request
 // deadline and timeout (not for watches and profiles), authentication
 // (401), the in-flight limits (429), authorization (403), then the API.
-func (s *Server) serveChain(w http.ResponseWriter, req *http.Request) {
-	r := parseRequest(req)
+func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, r *request) {
 	if longRunning(r.attrs) {
 		defer s.recoverLongRunning(req)
 		s.serveAuthenticated(w, req, r)
@@ -57,9 +56,15 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 		return
 	}
 	defer release()
+	if s.metrics != nil && !longRunning(r.attrs) {
+		defer s.metrics.inflightStarted(mutating(r.attrs))()
+	}
 	if err := s.authorize(req.Context(), req, &r); err != nil {
 		s.writeError(w, req, err)
 		return
+	}
+	if s.metrics != nil && longRunning(r.attrs) {
+		defer s.metrics.longRunningStarted(s.labels(req, &r))()
 	}
 	if err := checkSelectors(&r); err != nil {
 		s.writeError(w, req, err)

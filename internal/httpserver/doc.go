@@ -7,7 +7,8 @@
 // codec's; a watch (watch.go) writes the frames the registry's watch
 // gives and keeps the connection's write deadline. Discovery (derived
 // from the served kinds, per group version), /version, the review
-// endpoints and the health endpoints live here too.
+// endpoints and the health endpoints live here too, and kube-apiserver's
+// request metrics with /metrics (metrics.go).
 //
 // Handlers return errors; one function (writeError) turns any error into
 // the response, so the mapping to HTTP status codes lives in one place.

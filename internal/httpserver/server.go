@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -69,6 +70,14 @@ type Config struct {
 	// stops reading is disconnected after at most this long; 0 means 60 s.
 	// It does not limit how long a watch may stay quiet.
 	WatchWriteTimeout time.Duration
+	// Metrics, when set, gets kube-apiserver's request metrics (metrics.go),
+	// and /metrics serves everything it gathers to users authorized to get
+	// that path. nil serves no /metrics.
+	Metrics *prometheus.Registry
+	// UI, when set, is served at /ui/ before authentication: it must serve
+	// only static files, which then call the API with credentials of
+	// their own.
+	UI http.Handler
 }
 
 // Server serves the Kubernetes API. It is an http.Handler.
@@ -79,6 +88,9 @@ type Server struct {
 	authn  Authenticator
 	authz  Authorizer
 	limits *inflight
+	// metrics is nil without Config.Metrics.
+	metrics        *requestMetrics
+	metricsHandler http.Handler
 	// reviewCodecs serialize the review kinds (reviews.go).
 	reviewCodecs serializer.CodecFactory
 	version      version.Info
@@ -129,6 +141,10 @@ func New(cfg Config) *Server {
 		shutdown:     shutdown,
 		stop:         stop,
 	}
+	if cfg.Metrics != nil {
+		s.metrics = newRequestMetrics(cfg.Metrics)
+		s.metricsHandler = metricsHandler(cfg.Metrics)
+	}
 	var kinds []*resources.Kind
 	if cfg.Registry != nil {
 		kinds = cfg.Registry.Kinds()
@@ -157,6 +173,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			s.log.Debug("request", "method", req.Method, "uri", req.URL.RequestURI(), "duration", time.Since(start), "audit-id", auditID)
 		}()
 	}
+	r := parseRequest(req)
+	if s.metrics != nil {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		w = sw
+		defer func() { s.metrics.record(s.labels(req, r), sw.code, time.Since(start)) }()
+	}
 	path := req.URL.Path
 	switch {
 	case path == "/version" || strings.HasPrefix(path, "/version/"):
@@ -165,8 +188,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case isHealthPath(path):
 		s.serveHealth(w, req)
 		return
+	case s.cfg.UI != nil && (path == "/ui" || strings.HasPrefix(path, "/ui/")):
+		// Static files, before authentication: the page asks for a
+		// token and sends it with its own API requests.
+		s.cfg.UI.ServeHTTP(w, req)
+		return
 	}
-	s.serveChain(w, req)
+	s.serveChain(w, req, r)
 }
 
 // serveAPI serves an authorized request.
@@ -178,6 +206,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, r *request) 
 		// Profiling, as kube-apiserver serves it (--profiling, on by
 		// default), to authenticated clients only.
 		servePprof(w, req)
+		return nil
+	}
+	if req.URL.Path == "/metrics" && s.metricsHandler != nil {
+		s.metricsHandler.ServeHTTP(w, req)
 		return nil
 	}
 	if strings.HasPrefix(req.URL.Path, "/openapi/") && s.cfg.OpenAPI != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/leasehold/leasehold/internal/resources"
@@ -57,6 +58,13 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.R
 		return nil
 	}
 	defer watch.Stop()
+	var events prometheus.Counter
+	if s.metrics != nil {
+		gvk := res.GroupVersionKind()
+		var done func()
+		events, done = s.metrics.watchStarted(gvk.Group, gvk.Version, gvk.Kind)
+		defer done()
+	}
 	// While the watch waits for events, its write deadline is kept at
 	// least a quarter of a write timeout ahead: only a write that blocks
 	// (a client that stopped reading) can reach it.
@@ -82,6 +90,9 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.R
 		}
 		if st.flush() != nil {
 			return nil
+		}
+		if events != nil {
+			events.Add(float64(len(frames)))
 		}
 	}
 }

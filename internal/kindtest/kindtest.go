@@ -702,8 +702,9 @@ func (k *kindSuite) testValidation(t *testing.T) {
 	if want := fmt.Sprintf("%s %q is invalid", schemaKind(k.f.Resource), bad.GetName()); !strings.HasPrefix(st.Message, want) {
 		t.Errorf("message %q, want it to start %q", st.Message, want)
 	}
-	// An invalid name, by the generic rule too: some kinds (core v1
-	// Events) accept any name that is one path segment.
+	// A name no kind accepts: not a DNS name, nor a ConfigMap key (which
+	// LeaseCandidates are named by), nor one path segment (which is all
+	// core v1 Events ask of a name).
 	badName := k.object(t, "Not_A%Name", nil)
 	if _, err := k.client().Create(t.Context(), badName, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("create with an invalid name: %v, want 422", err)

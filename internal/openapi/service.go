@@ -277,3 +277,22 @@ func bearerToken() *spec.SecurityScheme {
 		Type: "apiKey", Name: "authorization", In: "header", Description: "Bearer Token authentication",
 	}}
 }
+
+// AtomicList reports whether field (its JSON name) of the Go struct type t
+// is a list declared atomic (x-kubernetes-list-type: atomic): one value
+// to the field manager, whatever its items.
+func (s *Service) AtomicList(t reflect.Type, field string) bool {
+	if t.PkgPath() == "" {
+		return false
+	}
+	d := s.defs[util.ToRESTFriendlyName(t.PkgPath()+"."+t.Name())]
+	if d == nil {
+		return false
+	}
+	p, ok := d.Properties[field]
+	if !ok || !p.Type.Contains("array") {
+		return false
+	}
+	lt, _ := p.Extensions.GetString("x-kubernetes-list-type")
+	return lt == "atomic"
+}

@@ -63,6 +63,7 @@ func (r *Registry) Delete(ctx context.Context, res resources.Resource, namespace
 		}
 		kv, err := r.store.Delete(ctx, key, cur.rev)
 		if err == nil {
+			r.state[res.Kind].owners.set(key, 0, false)
 			// cur was decoded from storage for this call (storedCurrent,
 			// fromConflict): it is ours to change.
 			cur.obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
@@ -92,7 +93,7 @@ func mustWait(k *resources.Kind, obj resources.Object) bool {
 // a re-creation does not mark the new object. If nothing holds the object
 // once marked, it goes at once.
 func (r *Registry) markDeleting(ctx context.Context, res resources.Resource, key, name string, uid types.UID, opts *metav1.DeleteOptions, dryRun bool) (DeleteResult, error) {
-	out, err := r.guaranteedUpdate(ctx, res, key, name, dryRun, func(existing *current) (*attempt, error) {
+	out, err := r.guaranteedUpdate(ctx, res, key, name, 0, dryRun, func(existing *current) (*attempt, error) {
 		if existing == nil {
 			return nil, apierrors.NewNotFound(res.GroupResource(), name)
 		}

@@ -147,17 +147,36 @@ func (r *Registry) fieldManager(res resources.Resource, subresource string) *man
 	return r.state[res.Kind].fieldManagers[fieldManagerKey{res.VersionIndex(), subresource}]
 }
 
-// trackUpdate records an update by manager in obj's managedFields, given
-// the stored object live (an empty object on create); both are of res's
-// version.
-func (r *Registry) trackUpdate(res resources.Resource, subresource string, live, obj resources.Object, manager string) resources.Object {
+// trackUpdate records a write by manager in obj's managedFields, given
+// the stored state existing (nil on create) and live, the stored object
+// at res's version (an empty object on create). It reports whether the
+// result leaves obj's one managedFields entry owning every field (see
+// fastpath.go), which the caller records once the write is stored.
+func (r *Registry) trackUpdate(res resources.Resource, subresource, key string, existing *current, live, obj resources.Object, manager string) (resources.Object, bool) {
 	fm := r.fieldManager(res, subresource)
 	if fm == nil {
-		return obj
+		return obj, false
 	}
+	fast := subresource == "" && fastPathKind(res.Kind)
+	if fast && existing != nil && existing.rev != 0 && r.state[res.Kind].owners.at(key) == existing.rev {
+		if out, ok := r.compare.fastUpdate(live, obj, manager, res.APIVersion(), r.now()); ok {
+			return out, true
+		}
+	}
+	sentNone := obj.GetManagedFields() == nil
 	out, ok := fm.UpdateNoErrors(live, obj, manager).(resources.Object)
 	if !ok {
-		return obj
+		return obj, false
 	}
-	return out
+	if !fast {
+		return out, false
+	}
+	if _, sole := soleEntry(out, manager, res.APIVersion()); !sole {
+		return out, false
+	}
+	// A create by the manager added every field; anything else is checked.
+	if existing == nil && sentNone {
+		return out, true
+	}
+	return out, ownsAll(r.typeConverter, res.GroupVersionKind(), out)
 }

@@ -57,7 +57,7 @@ func (r *Registry) Patch(ctx context.Context, res resources.Resource, namespace,
 	}
 	key := r.key(res.Kind, namespace, name)
 	w := write{res: res, sub: sub, name: name, allowCreate: patchType == types.ApplyYAMLPatchType && sub == nil}
-	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (*attempt, error) {
+	out, err := r.guaranteedUpdate(ctx, res, key, name, 0, opts.DryRun, func(existing *current) (*attempt, error) {
 		if existing == nil && patchType != types.ApplyYAMLPatchType {
 			return nil, apierrors.NewNotFound(res.GroupResource(), name)
 		}
@@ -83,8 +83,9 @@ func (r *Registry) Patch(ctx context.Context, res resources.Resource, namespace,
 		if err != nil {
 			return nil, patchApplicationError(patchType, err)
 		}
+		sole := false
 		if patchType != types.ApplyYAMLPatchType {
-			patched = r.trackUpdate(res, subresource, live, patched, opts.Manager)
+			patched, sole = r.trackUpdate(res, subresource, key, existing, live, patched, opts.Manager)
 		}
 		if existing == nil && patched.GetUID() != "" {
 			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", patched.GetUID()))
@@ -100,6 +101,7 @@ func (r *Registry) Patch(ctx context.Context, res resources.Resource, namespace,
 		if err != nil {
 			return nil, err
 		}
+		a.sole = sole
 		a.warnings = append(warnings, a.warnings...)
 		return a, nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,11 @@ type Config struct {
 	// server-side apply (built from the OpenAPI definitions); without it
 	// managedFields are not tracked and apply is refused.
 	TypeConverter managedfields.TypeConverter
+	// AtomicList reports whether a field (by JSON name) of a Go struct
+	// type is a list the field manager takes as one value, so that the
+	// managedFields fast path can take updates of it (an Endpoints'
+	// subsets); nil: no list is known to be.
+	AtomicList func(t reflect.Type, field string) bool
 }
 
 // Registry serves the verbs of every configured kind.
@@ -55,6 +61,9 @@ type Registry struct {
 	log       *slog.Logger
 	now       func() time.Time
 	watch     watchSettings
+
+	typeConverter managedfields.TypeConverter
+	compare       *comparer
 
 	kinds []*resources.Kind
 	// state holds each kind's cache and field managers.
@@ -70,6 +79,8 @@ type kindState struct {
 	// fieldManagers track managedFields per served version and
 	// subresource.
 	fieldManagers map[fieldManagerKey]*managedfields.FieldManager
+	// owners remembers the objects the managedFields fast path may take.
+	owners soleOwners
 }
 
 // watchSettings are the timings of watches.
@@ -96,16 +107,18 @@ func New(cfg Config) (*Registry, error) {
 		cfg.BookmarkInterval = time.Minute
 	}
 	r := &Registry{
-		store:     cfg.Store,
-		codecs:    cfg.Codecs,
-		prefix:    cfg.Prefix,
-		admission: cfg.Admission,
-		log:       cfg.Logger,
-		now:       cfg.Now,
-		watch:     watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
-		kinds:     cfg.Kinds,
-		state:     make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
-		byGVR:     map[schema.GroupVersionResource]resources.Resource{},
+		store:         cfg.Store,
+		codecs:        cfg.Codecs,
+		prefix:        cfg.Prefix,
+		admission:     cfg.Admission,
+		log:           cfg.Logger,
+		now:           cfg.Now,
+		watch:         watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
+		typeConverter: cfg.TypeConverter,
+		compare:       &comparer{atomic: cfg.AtomicList},
+		kinds:         cfg.Kinds,
+		state:         make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
+		byGVR:         map[schema.GroupVersionResource]resources.Resource{},
 	}
 	var caches []*watchcache.Cache
 	for _, k := range cfg.Kinds {
@@ -124,6 +137,22 @@ func New(cfg Config) (*Registry, error) {
 				return nil, err
 			}
 			st.fieldManagers = fms
+		}
+		cache := st.cache
+		st.owners.size = func() int {
+			if s := cache.Current(); s != nil {
+				return s.Len()
+			}
+			return 0
+		}
+		st.owners.live = func(key string, rev int64) bool {
+			s := cache.Current()
+			if s == nil {
+				return false
+			}
+			o, ok := s.Get(key)
+			// The cache may lag the store: a newer revision is kept.
+			return ok && o.Rev <= rev || !ok && s.Rev < rev
 		}
 		r.state[k] = st
 		caches = append(caches, st.cache)
@@ -210,3 +239,14 @@ func (r *Registry) jsonInfo() runtime.SerializerInfo {
 
 // Codecs returns the codecs objects are encoded with.
 func (r *Registry) Codecs() *codec.Codecs { return r.codecs }
+
+// Count returns how many objects of k the watch cache holds now, or -1
+// before its first list (kube-apiserver's apiserver_storage_objects reports
+// a failed count as -1).
+func (r *Registry) Count(k *resources.Kind) int {
+	s := r.cache(k).Current()
+	if s == nil {
+		return -1
+	}
+	return s.Len()
+}

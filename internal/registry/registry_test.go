@@ -16,9 +16,11 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -68,7 +70,15 @@ func newTestRegistry(t *testing.T, steps ...admission.Step) (*Registry, *conflic
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := New(Config{Store: st, Codecs: codecs, Kinds: kinds, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
+	docs, err := openapi.New(kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := New(Config{Store: st, Codecs: codecs, Kinds: kinds, TypeConverter: tc, AtomicList: docs.AtomicList, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (r *Registry) Create(ctx context.Context, res resources.Resource, namespace
 		return WriteResult{}, err
 	}
 	warnings := dedupOwnerReferences(obj, duplicateOwnersWarning)
-	obj = r.trackUpdate(res, "", res.New(), obj, opts.Manager)
+	obj, sole := r.trackUpdate(res, "", "", nil, res.New(), obj, opts.Manager)
 	stored, err := res.ToStorage(obj)
 	if err != nil {
 		return WriteResult{}, apierrors.NewInternalError(err)
@@ -71,7 +71,7 @@ func (r *Registry) Create(ctx context.Context, res resources.Resource, namespace
 		if generate {
 			candidate = stored.DeepCopyObject().(resources.Object)
 		}
-		out, err := r.create(ctx, res, candidate, generate, opts)
+		out, err := r.create(ctx, res, candidate, generate, sole, opts)
 		if err == nil {
 			out.Warnings = append(warnings, out.Warnings...)
 			return out, nil
@@ -89,7 +89,7 @@ func (r *Registry) Create(ctx context.Context, res resources.Resource, namespace
 }
 
 // create makes one attempt at storing a new object (storage version).
-func (r *Registry) create(ctx context.Context, res resources.Resource, obj resources.Object, generate bool, opts WriteOptions) (WriteResult, error) {
+func (r *Registry) create(ctx context.Context, res resources.Resource, obj resources.Object, generate, sole bool, opts WriteOptions) (WriteResult, error) {
 	r.fillSystemFields(obj)
 	if generate {
 		obj.SetName(generateName(obj.GetGenerateName()))
@@ -128,6 +128,7 @@ func (r *Registry) create(ctx context.Context, res resources.Resource, obj resou
 		return WriteResult{}, storageError(err, res, obj.GetName(), "create")
 	}
 	obj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+	r.state[res.Kind].owners.set(key, kv.ModRevision, sole)
 	return WriteResult{Object: obj, Created: true, Warnings: warnings}, nil
 }
 
@@ -196,7 +197,8 @@ func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace
 	key := r.key(res.Kind, namespace, name)
 	bodyUID := obj.GetUID()
 	w := write{res: res, sub: sub, name: name, allowCreate: res.Kind.Updates.AllowCreateOnUpdate && sub == nil}
-	out, err := r.guaranteedUpdate(ctx, res, key, name, opts.DryRun, func(existing *current) (*attempt, error) {
+	seen, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	out, err := r.guaranteedUpdate(ctx, res, key, name, seen, opts.DryRun, func(existing *current) (*attempt, error) {
 		// A uid in the body is a precondition on the stored object.
 		if bodyUID != "" && (existing == nil || existing.obj.GetUID() != bodyUID) {
 			var have types.UID
@@ -210,8 +212,13 @@ func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace
 		if err != nil {
 			return nil, err
 		}
-		newObj := r.trackUpdate(res, subresource, live, obj.DeepCopyObject().(resources.Object), opts.Manager)
-		return r.updateObject(ctx, w, existing, newObj)
+		newObj, sole := r.trackUpdate(res, subresource, key, existing, live, obj.DeepCopyObject().(resources.Object), opts.Manager)
+		a, err := r.updateObject(ctx, w, existing, newObj)
+		if err != nil {
+			return nil, err
+		}
+		a.sole = sole
+		return a, nil
 	})
 	if err != nil {
 		return WriteResult{}, err
@@ -261,6 +268,9 @@ type attempt struct {
 	created  bool
 	deleted  bool
 	warnings []string
+	// sole: obj's one managedFields entry owns all its fields (the fast
+	// path's precondition, recorded once stored).
+	sole bool
 }
 
 // updateObject applies kube-apiserver's generic update rules to newObj
@@ -382,8 +392,21 @@ type updateFunc func(existing *current) (*attempt, error)
 // a deletionTimestamp and nothing holding it is deleted. The attempt
 // returned is the last one's, its object carrying the stored
 // resourceVersion.
-func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource, key, name string, dryRun bool, fn updateFunc) (*attempt, error) {
+//
+// seen is a revision the object is known to have reached (the
+// resourceVersion an update is conditioned on, 0 when none): a cached
+// state older than it is bound to fail, so storage is read at once. A
+// holder renewing faster than the cache follows (the answer to its last
+// renewal is its next one's precondition) would otherwise pay for every
+// renewal twice.
+func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource, key, name string, seen int64, dryRun bool, fn updateFunc) (*attempt, error) {
 	cur := r.cachedCurrent(res.Kind, key)
+	if cur != nil && cur.rev < seen {
+		var err error
+		if cur, err = r.storedCurrent(ctx, res, key, name); err != nil {
+			return nil, err
+		}
+	}
 	for {
 		a, err := fn(cur)
 		if err != nil {
@@ -400,6 +423,7 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 			if err := r.deleteFinalized(ctx, res, key, name, cur, newObj, dryRun); err != nil {
 				return nil, err
 			}
+			r.state[res.Kind].owners.set(key, 0, false)
 			a.deleted = true
 			return a, nil
 		}
@@ -450,6 +474,7 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 			continue
 		}
 		newObj.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+		r.state[res.Kind].owners.set(key, kv.ModRevision, a.sole)
 		return a, nil
 	}
 }
@@ -475,13 +500,11 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 	if len(mf) == 0 || len(mf) != len(old) {
 		return data
 	}
+	if !sameEntries(mf, old, false) {
+		return data
+	}
 	restored := slices.Clone(mf)
 	for i := range restored {
-		a, b := restored[i], old[i]
-		a.Time, b.Time = nil, nil
-		if !equality.Semantic.DeepEqual(a, b) {
-			return data
-		}
 		restored[i].Time = old[i].Time
 	}
 	obj.SetManagedFields(restored)

@@ -27,6 +27,8 @@ import (
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/controllers"
+	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
+	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/datadir"
 	"github.com/leasehold/leasehold/internal/httpserver"
@@ -38,6 +40,7 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/webui"
 )
 
 // Config configures a Server.
@@ -166,10 +169,13 @@ type Server struct {
 	reg   *registry.Registry
 	// controllers run beside the registry.
 	controllers *controllers.Runner
-	api         *httpserver.Server
-	http        *http.Server
-	listener    net.Listener
-	certs       *pki.Bundle
+	// leaseMetrics observes the leases for /metrics; nil when the kinds
+	// served have no Lease.
+	leaseMetrics *leasemetrics.Observer
+	api          *httpserver.Server
+	http         *http.Server
+	listener     net.Listener
+	certs        *pki.Bundle
 	// dirLock holds the data directory for the server's life.
 	dirLock *datadir.Lock
 	// reloaders re-read the authentication and authorization files.
@@ -223,21 +229,30 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 
-	store, prefix, err := openStore(cfg)
+	kinds := cfg.Kinds
+	if kinds == nil {
+		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection, EventTTL: cfg.EventTTL})
+	}
+	m := newMetrics()
+	store, prefix, err := openStore(cfg, m, kinds)
 	if err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
 	s.store = store
 	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
-	kinds := cfg.Kinds
-	if kinds == nil {
-		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection, EventTTL: cfg.EventTTL})
-	}
 	var docs *openapi.Service
 	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds); err != nil {
 		store.Close()
 		return nil, err
+	}
+	m.registry.MustRegister(newStorageCollector(s.reg, store))
+	if s.leaseMetrics, err = leasemetrics.New(s.reg, leasemetrics.Options{Logger: cfg.Logger}); err == nil {
+		m.registry.MustRegister(s.leaseMetrics)
+	} else {
+		// Test kinds without leases.
+		s.log.Debug("no lease metrics", "err", err)
+		s.leaseMetrics = nil
 	}
 	s.controllers = controllers.NewRunner(s.reg, cfg.Logger, cfg.Storage == StorageEtcd && !cfg.Standalone)
 	s.api = httpserver.New(httpserver.Config{
@@ -254,6 +269,8 @@ func New(cfg Config) (*Server, error) {
 		ReadyChecks:                 []httpserver.HealthCheck{s.probe.spaceCheck()},
 		Logger:                      cfg.Logger,
 		WatchWriteTimeout:           cfg.WatchWriteTimeout,
+		Metrics:                     m.registry,
+		UI:                          webui.Handler(),
 	})
 	s.http = &http.Server{
 		Handler:           s.api,
@@ -270,9 +287,16 @@ func New(cfg Config) (*Server, error) {
 // controllerList is every controller the server runs beside the
 // registry.
 func (s *Server) controllerList() []controllers.Controller {
-	return []controllers.Controller{
+	cs := []controllers.Controller{
 		namespacecontroller.New(s.reg, s.log),
 	}
+	if _, ok := s.reg.ResourceFor(electioncontroller.LeaseCandidates); ok && s.cfg.CoordinatedLeaderElection {
+		cs = append(cs, electioncontroller.New(s.reg, s.log))
+	}
+	if s.leaseMetrics != nil {
+		cs = append(cs, s.leaseMetrics.Controller())
+	}
+	return cs
 }
 
 // newRegistry builds what serves kinds: the codec, the OpenAPI documents
@@ -306,6 +330,7 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 		BookmarkInterval: cfg.BookmarkInterval,
 		Logger:           cfg.Logger,
 		TypeConverter:    typeConverter,
+		AtomicList:       docs.AtomicList,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("registry: %w", err)
@@ -315,14 +340,16 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 
 // openStore opens the configured storage engine and returns it with the
 // registry's key prefix ("" for the registry's default).
-func openStore(cfg Config) (storage.Interface, string, error) {
+func openStore(cfg Config, m *metrics, kinds []*resources.Kind) (storage.Interface, string, error) {
 	switch cfg.Storage {
 	case "", StorageEmbedded:
+		m.registry.MustRegister(m.commitSync, m.commitWrites, m.commitFailure)
 		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{
 			Logger:       cfg.Logger,
 			QuotaBytes:   cfg.StorageQuotaBytes,
 			ReserveBytes: cfg.StorageReserveBytes,
 			FS:           cfg.StorageFS,
+			OnCommit:     m.onCommit,
 		})
 		return store, "", err
 	case StorageEtcd:
@@ -333,11 +360,14 @@ func openStore(cfg Config) (storage.Interface, string, error) {
 		if len(cfg.EtcdServers) == 0 {
 			return nil, "", errors.New("the etcd storage needs at least one etcd server")
 		}
+		m.setKeys(kinds, prefix)
+		m.registry.MustRegister(m.etcdRequests)
 		store, err := etcd.Open(context.Background(), etcd.Options{
 			Endpoints:       cfg.EtcdServers,
 			TLS:             etcd.TLS{CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile},
 			CompactInterval: cfg.EtcdCompactInterval,
 			Logger:          cfg.Logger,
+			OnRequest:       m.onEtcdRequest,
 		})
 		return store, prefix, err
 	default:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -109,6 +110,8 @@ func TestKinds(t *testing.T) {
 			Invalid:      func(obj map[string]any) { obj["metadata"].(map[string]any)["name"] = "not.a.label" },
 			InvalidField: "metadata.name",
 		},
+		"leasecandidates":          candidateFixture(storage(schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"})),
+		"leasecandidates.v1alpha2": candidateFixture(resources.Find(kinds, schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}).Resources()[1]),
 		"widgets.v2": {
 			Resource: resources.Find(kinds, schema.GroupKind{Group: widgetVersion.Group, Kind: "Widget"}).Resources()[1],
 			Content: func() map[string]any {
@@ -183,4 +186,23 @@ func TestKinds(t *testing.T) {
 			t.Errorf("apply at v2: %v", applied.Object["spec"])
 		}
 	})
+}
+
+// candidateFixture is the suite's LeaseCandidate at res's version. Its
+// strategy is a third party's, so the coordinated election controller
+// only creates the Lease it names and never pings the suite's candidates.
+func candidateFixture(res resources.Resource) kindtest.Fixture {
+	return kindtest.Fixture{
+		Resource: res,
+		Content: func() map[string]any {
+			return map[string]any{"spec": map[string]any{
+				"leaseName": "kindtest", "binaryVersion": "1.36.0", "emulationVersion": "1.35.0",
+				"strategy":  "example.com/kindtest",
+				"renewTime": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
+			}}
+		},
+		Change:       annotate,
+		Invalid:      func(obj map[string]any) { obj["spec"].(map[string]any)["binaryVersion"] = "v1" },
+		InvalidField: "spec.binaryVersion",
+	}
 }

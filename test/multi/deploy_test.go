@@ -213,6 +213,8 @@ func restartEtcd(t testing.TB, m *etcdtest.Member) {
 type inProcess struct {
 	name, dir, addr string
 	etcd            []string
+	// opts are more options of every start.
+	opts []testserver.Option
 
 	mu  sync.Mutex // guards srv
 	srv *testserver.Server
@@ -228,10 +230,11 @@ func startInProcess(t testing.TB, i int, dir, addr string, etcd []string) replic
 
 func (r *inProcess) start(t testing.TB) {
 	t.Helper()
-	srv := testserver.StartIn(t, r.dir, testserver.Etcd(r.etcd, etcdPrefix), func(c *server.Config) {
+	opts := append([]testserver.Option{testserver.Etcd(r.etcd, etcdPrefix), func(c *server.Config) {
 		c.Listen = r.addr
 		c.ShutdownTimeout = time.Millisecond
-	})
+	}}, r.opts...)
+	srv := testserver.StartIn(t, r.dir, opts...)
 	r.mu.Lock()
 	r.srv = srv
 	r.mu.Unlock()

@@ -74,6 +74,14 @@
 //     events in the same order, revisions strictly increasing, exactly the
 //     writes etcd's history holds.
 //
+// # Coordinated leader election
+//
+// TestCoordinatedLeaderElection runs the scenarios of
+// internal/controllers/election/electiontest with client-go candidates
+// spread over three replicas, kills the replica running the election
+// controller between them, and checks from the replicas' logs that the
+// controller ran in one replica at a time and made every write there.
+//
 // # leasehold lock
 //
 // TestLockReplicaLoss runs `leasehold lock` processes through balancers in

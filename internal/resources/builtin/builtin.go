@@ -11,14 +11,16 @@ import (
 	"github.com/leasehold/leasehold/internal/resources/endpoints"
 	"github.com/leasehold/leasehold/internal/resources/event"
 	"github.com/leasehold/leasehold/internal/resources/lease"
+	"github.com/leasehold/leasehold/internal/resources/leasecandidate"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
 )
 
 // Options are the server settings that change what is served.
 type Options struct {
 	// CoordinatedLeaderElection serves coordinated leader election: Lease
-	// spec.strategy and spec.preferredHolder are kept; without it they
-	// are dropped, as kube-apiserver does while its feature gate is off.
+	// spec.strategy and spec.preferredHolder are kept, and LeaseCandidates
+	// are served; without it the fields are dropped and LeaseCandidates
+	// not served, as kube-apiserver does while its feature gate is off.
 	CoordinatedLeaderElection bool
 	// EventTTL is how long an event lives after its last write
 	// (kube-apiserver's --event-ttl); 0 means forever, as there.
@@ -27,10 +29,14 @@ type Options struct {
 
 // Kinds returns a fresh list of the served kinds.
 func Kinds(opts Options) []*resources.Kind {
-	return []*resources.Kind{
+	kinds := []*resources.Kind{
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
 		event.New(event.Options{TTL: opts.EventTTL}),
 	}
+	if opts.CoordinatedLeaderElection {
+		kinds = append(kinds, leasecandidate.New())
+	}
+	return kinds
 }

@@ -119,7 +119,7 @@ func validateSpec(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.Err
 		errs = append(errs, field.Invalid(fldPath.Child("leaseTransitions"), *t, "must be greater than or equal to 0"))
 	}
 	if spec.Strategy != nil {
-		errs = append(errs, validateStrategy(*spec.Strategy, fldPath.Child("strategy"))...)
+		errs = append(errs, ValidateStrategy(*spec.Strategy, fldPath.Child("strategy"))...)
 	}
 	if spec.PreferredHolder != nil && *spec.PreferredHolder != "" && (spec.Strategy == nil || *spec.Strategy == "") {
 		errs = append(errs, field.Forbidden(fldPath.Child("preferredHolder"), "may only be specified if `strategy` is defined"))
@@ -129,13 +129,13 @@ func validateSpec(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.Err
 
 var validStrategies = []coordinationv1.CoordinatedLeaseStrategy{coordinationv1.OldestEmulationVersion}
 
-// validateStrategy is ValidateCoordinatedLeaseStrategy. It appends
-// "strategy" to a path that already ends in "strategy", so errors land on
-// spec.strategy.strategy; see
+// ValidateStrategy is ValidateCoordinatedLeaseStrategy, which Lease and
+// LeaseCandidate share. It appends "strategy" to a path that already ends
+// in "strategy", so errors land on spec.strategy.strategy; see
 // https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/apis/coordination/validation/validation.go
 // The bad value keeps its named string type: kube-apiserver renders it as
 // JSON, which escapes differently from the %q used for plain strings.
-func validateStrategy(s coordinationv1.CoordinatedLeaseStrategy, fldPath *field.Path) field.ErrorList {
+func ValidateStrategy(s coordinationv1.CoordinatedLeaseStrategy, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	p := fldPath.Child("strategy")
 	if !strings.Contains(string(s), "/") {

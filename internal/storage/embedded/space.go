@@ -335,3 +335,21 @@ func bytesString(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", math.Floor(v*10)/10, suffix)
 }
+
+// Size is the space the store's files take on disk (pebble's tables, WAL
+// and manifests), and DataBytes the live data the quota counts: the keys
+// and records of the current version of every key.
+type Size struct {
+	DiskBytes int64
+	DataBytes int64
+}
+
+// Size reports the store's size, for metrics; it does not touch the disk.
+func (s *Store) Size() (Size, error) {
+	if err := s.rlock(context.Background()); err != nil {
+		return Size{}, err
+	}
+	defer s.mu.RUnlock()
+	m := s.db.Metrics()
+	return Size{DiskBytes: int64(m.DiskSpaceUsage()), DataBytes: s.space.used.Load()}, nil
+}

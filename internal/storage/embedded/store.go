@@ -82,6 +82,19 @@ type Options struct {
 	FS vfs.FS
 	// Now is the clock values expire by. Default time.Now.
 	Now func() time.Time
+	// OnCommit, when set, is told of every group commit that reached
+	// pebble, from the committer goroutine: it must return quickly.
+	OnCommit func(CommitStats)
+}
+
+// CommitStats describe one group commit, for metrics.
+type CommitStats struct {
+	// Writes is the number of writes the batch committed.
+	Writes int
+	// Sync is how long pebble took to commit the batch and fsync its WAL.
+	Sync time.Duration
+	// Err is the commit's failure, nil when it is durable.
+	Err error
 }
 
 func (o *Options) setDefaults() error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -135,10 +136,14 @@ func (c *committer) commit() {
 		return
 	}
 	s.applied.Store(rev)
+	start := time.Now()
 	err := s.commitBatch(b)
 	if err == nil {
 		// A failure recorded meanwhile (pebble's Fatalf) also voids it.
 		err = s.Err()
+	}
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(CommitStats{Writes: int(rev - c.rev), Sync: time.Since(start), Err: err})
 	}
 	if err != nil {
 		s.fail(fmt.Errorf("commit of revisions %d-%d: %w", c.rev+1, rev, err))

@@ -97,6 +97,12 @@ type Options struct {
 	// Logger receives the engine's and the etcd client's messages. Default:
 	// discard.
 	Logger *slog.Logger
+	// OnRequest, when set, is told how long each request to etcd took,
+	// whatever its outcome: op is get, list, create, update, delete or
+	// revision (kube-apiserver's etcd_request_duration_seconds
+	// operations, and the revision reads of consistent reads), key the
+	// key or prefix. It must return quickly.
+	OnRequest func(op, key string, took time.Duration)
 
 	// pageSize replaces listPageSize; tests make it small.
 	pageSize int64
@@ -263,6 +269,33 @@ func (s *Store) begin(ctx context.Context) (rctx context.Context, end func(), er
 		cancel(nil)
 		s.active.Done()
 	}, nil
+}
+
+// observe reports a request that began at start to Options.OnRequest.
+func (s *Store) observe(op, key string, start time.Time) {
+	if s.opts.OnRequest != nil {
+		s.opts.OnRequest(op, key, time.Since(start))
+	}
+}
+
+// Size returns the size of etcd's database file, as the first member of
+// Options.Endpoints that answers reports it (etcd's dbSize, what
+// kube-apiserver's apiserver_storage_size_bytes reports).
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer end()
+	var errs []error
+	for _, ep := range s.opts.Endpoints {
+		st, err := s.client.Status(ctx, ep)
+		if err == nil {
+			return st.DbSize, nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, s.mapErr(ctx, "status", errors.Join(errs...))
 }
 
 // Close stops the engine: requests and watches in flight end with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -23,6 +24,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 		return storage.KeyValue{}, fmt.Errorf("etcd: get %q: %w", key, err)
 	}
 	defer end()
+	defer s.observe("get", key, time.Now())
 	resp, err := s.client.Get(ctx, key)
 	if err != nil {
 		return storage.KeyValue{}, s.mapErr(ctx, fmt.Sprintf("get %q", key), err)
@@ -42,6 +44,7 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.ListResult, er
 		return storage.ListResult{}, fmt.Errorf("etcd: list %q: %w", prefix, err)
 	}
 	defer end()
+	defer s.observe("list", prefix, time.Now())
 	for attempt := 1; ; attempt++ {
 		res, err := s.list(ctx, prefix)
 		if err != nil && errors.Is(err, rpctypes.ErrCompacted) && attempt < listAttempts && ctx.Err() == nil {
@@ -92,6 +95,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("etcd: revision: %w", err)
 	}
 	defer end()
+	defer s.observe("revision", "", time.Now())
 	resp, err := s.client.Get(ctx, revisionProbeKey, clientv3.WithCountOnly())
 	if err != nil {
 		return 0, s.mapErr(ctx, "revision", err)

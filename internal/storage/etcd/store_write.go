@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -51,7 +52,12 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected int6
 		// shipping the old value back.
 		then = append(then, clientv3.OpGet(key, clientv3.WithKeysOnly()))
 	}
+	start, opName := time.Now(), "create"
+	if expected != 0 {
+		opName = "update"
+	}
 	resp, err := s.client.Txn(ctx).If(cmp).Then(then...).Else(clientv3.OpGet(key)).Commit()
+	s.observe(opName, key, start)
 	if err != nil {
 		return storage.KeyValue{}, s.mapErr(ctx, op, err)
 	}
@@ -85,6 +91,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (storage
 		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, err)
 	}
 	defer end()
+	defer s.observe("delete", key, time.Now())
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
 		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).

@@ -1,0 +1,286 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/internal/controllers"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// Name names the controller in logs and in the Lease that elects it
+// (kube-system/leasehold-coordinated-leader-election).
+const Name = "coordinated-leader-election"
+
+const (
+	// manager is the field manager of the controller's writes.
+	manager = "leasehold"
+	// retryAfterConflict is when a Lease is looked at again after a
+	// write met a newer state (which is on its way to the mirrors), and
+	// retryAfterError after any other failure (kube-apiserver's requeue
+	// interval).
+	retryAfterConflict = time.Second
+	retryAfterError    = 5 * time.Second
+	// gcInterval is how often expired candidates are looked for
+	// (kube-apiserver: every 30 minutes, so they go 30 to 60 minutes
+	// after their last renewal; here 30 to 31).
+	gcInterval = time.Minute
+)
+
+// LeaseCandidates is the kind the controller needs served.
+var LeaseCandidates = schema.GroupKind{Group: coordinationv1beta1.GroupName, Kind: "LeaseCandidate"}
+
+// New returns the controller. It is a singleton: with several replicas
+// on etcd, one of them runs it at a time.
+func New(reg *registry.Registry, log *slog.Logger) controllers.Controller {
+	return controllers.Controller{
+		Name:      Name,
+		Singleton: true,
+		Run: func(ctx context.Context) error {
+			c, err := newController(reg, log.With("controller", Name), time.Now)
+			if err != nil {
+				return err
+			}
+			return c.run(ctx)
+		},
+	}
+}
+
+// controller runs elections. Two mirrors follow Leases and
+// LeaseCandidates; each change queues the Lease it concerns, and one
+// worker goroutine takes the queued Leases when they are due, decides a
+// step (decide) and writes it.
+type controller struct {
+	reg               *registry.Registry
+	log               *slog.Logger
+	now               func() time.Time
+	leaseRes, candRes resources.Resource
+	leases, cands     *mirror // cands indexed by namespace/spec.leaseName
+	queue             *queue
+	// lastErr is the last failure logged per Lease (no election, a write
+	// refused), so that it is logged once, not at every step; the
+	// worker's alone.
+	lastErr map[string]string
+}
+
+func newController(reg *registry.Registry, log *slog.Logger, now func() time.Time) (*controller, error) {
+	leaseRes, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	if !ok {
+		return nil, errors.New("leases are not served")
+	}
+	candRes, ok := reg.ResourceFor(LeaseCandidates)
+	if !ok {
+		return nil, errors.New("leasecandidates are not served")
+	}
+	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[string]string{}}
+	c.leases = newMirror(reg, leaseRes, nil, func(obj resources.Object) {
+		k := objectKey(obj.GetNamespace(), obj.GetName())
+		if c.cands.hasIndex(k) {
+			c.queue.add(k, c.now())
+		}
+	})
+	c.cands = newMirror(reg, candRes, leaseOf, func(obj resources.Object) {
+		c.queue.add(leaseOf(obj), c.now())
+	})
+	return c, nil
+}
+
+// leaseOf is the namespace/name of the Lease a candidate stands for.
+func leaseOf(obj resources.Object) string {
+	return objectKey(obj.GetNamespace(), obj.(*coordinationv1beta1.LeaseCandidate).Spec.LeaseName)
+}
+
+func (c *controller) run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.leases.run(gctx) })
+	g.Go(func() error { return c.cands.run(gctx) })
+	g.Go(func() error { return c.work(gctx) })
+	return g.Wait()
+}
+
+// work takes the queued Leases as they fall due, and collects expired
+// candidates every gcInterval, until ctx ends.
+func (c *controller) work(ctx context.Context) error {
+	for _, m := range []*mirror{c.leases, c.cands} {
+		select {
+		case <-m.synced:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	gcAt := c.now()
+	for {
+		if now := c.now(); !now.Before(gcAt) {
+			c.collect(ctx, now)
+			gcAt = now.Add(gcInterval)
+		}
+		ready, next := c.queue.due(c.now())
+		for _, k := range ready {
+			if at := c.reconcile(ctx, k); !at.IsZero() {
+				c.queue.add(k, at)
+			}
+		}
+		if len(ready) > 0 {
+			continue // what they queued may be due already
+		}
+		timer.Reset(earliest(next, gcAt).Sub(c.now()))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.queue.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// reconcile runs one step of the election of the Lease k and returns
+// when to look at it again (zero: when something changes).
+func (c *controller) reconcile(ctx context.Context, k string) time.Time {
+	namespace, name, _ := strings.Cut(k, "/")
+	var lease *coordinationv1.Lease
+	if o := c.leases.get(namespace, name); o != nil {
+		lease = o.(*coordinationv1.Lease)
+	}
+	var cands []*coordinationv1beta1.LeaseCandidate
+	for _, o := range c.cands.byIndex(k) {
+		cands = append(cands, o.(*coordinationv1beta1.LeaseCandidate))
+	}
+	now := c.now()
+	p := decide(now, namespace, name, lease, cands)
+	failed := false
+	// warn logs a failure of this Lease once, not at every step.
+	warn := func(what string, err error) {
+		failed = true
+		if msg := what + ": " + err.Error(); c.lastErr[k] != msg {
+			c.log.Warn(what, "lease", k, "err", err)
+			c.lastErr[k] = msg
+		}
+	}
+	defer func() {
+		if !failed {
+			delete(c.lastErr, k)
+		}
+	}()
+	if p.err != nil {
+		warn("no election for lease", p.err)
+	}
+	next := p.next
+	retry := func(what string, err error) {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || ctx.Err() != nil {
+			next = earliest(next, now.Add(retryAfterConflict))
+			return
+		}
+		next = earliest(next, now.Add(retryAfterError))
+		warn(what, err)
+	}
+	for _, cand := range p.ping {
+		upd := cand.DeepCopy()
+		upd.Spec.PingTime = &metav1.MicroTime{Time: now}
+		out, err := c.reg.Update(ctx, c.candRes, namespace, cand.Name, "", upd, registry.WriteOptions{Manager: manager})
+		if err != nil {
+			retry("pinging candidate "+cand.Name, err)
+			continue
+		}
+		c.cands.observe(out.Object)
+		c.log.Debug("pinged candidate", "lease", k, "candidate", cand.Name)
+	}
+	var out registry.WriteResult
+	var err error
+	switch {
+	case p.create != nil:
+		out, err = c.reg.Create(ctx, c.leaseRes, namespace, p.create, registry.WriteOptions{Manager: manager})
+	case p.update != nil:
+		out, err = c.reg.Update(ctx, c.leaseRes, namespace, name, "", p.update, registry.WriteOptions{Manager: manager})
+	default:
+		return next
+	}
+	if err != nil {
+		retry(fmt.Sprintf("writing lease (%s)", p.why), err)
+		return next
+	}
+	c.leases.observe(out.Object)
+	c.log.Info("lease "+p.why, "lease", k)
+	return next
+}
+
+// collect deletes the candidates not renewed for candidateExpiry (by
+// their creation when they never were), as kube-apiserver's
+// LeaseCandidate garbage collector does. The delete is conditional on
+// the state read, so a candidate renewed meanwhile stays.
+func (c *controller) collect(ctx context.Context, now time.Time) {
+	for _, o := range c.cands.all() {
+		cand := o.(*coordinationv1beta1.LeaseCandidate)
+		last := cand.CreationTimestamp.Time
+		if cand.Spec.RenewTime != nil {
+			last = cand.Spec.RenewTime.Time
+		}
+		if !last.Add(candidateExpiry).Before(now) {
+			continue
+		}
+		uid, rv := cand.UID, cand.ResourceVersion
+		_, err := c.reg.Delete(ctx, c.candRes, cand.Namespace, cand.Name, &metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+		})
+		switch {
+		case err == nil:
+			c.log.Info("deleted expired candidate", "candidate", objectKey(cand.Namespace, cand.Name), "renewed", last)
+		case ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			c.log.Warn("deleting expired candidate", "candidate", objectKey(cand.Namespace, cand.Name), "err", err)
+		}
+	}
+}
+
+// queue holds the Leases to look at, each with when it falls due.
+type queue struct {
+	mu sync.Mutex // guards at
+	at map[string]time.Time
+	// wake has room for one wake-up: a full channel already holds one,
+	// which covers any number of adds.
+	wake chan struct{}
+}
+
+func newQueue() *queue { return &queue{at: map[string]time.Time{}, wake: make(chan struct{}, 1)} }
+
+// add queues k for at, or keeps it for earlier if it already is.
+func (q *queue) add(k string, at time.Time) {
+	q.mu.Lock()
+	if cur, ok := q.at[k]; !ok || at.Before(cur) {
+		q.at[k] = at
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// due takes the keys due at now, and returns when the next of the others
+// is (zero: none).
+func (q *queue) due(now time.Time) (ready []string, next time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k, at := range q.at {
+		if !at.After(now) {
+			ready = append(ready, k)
+			delete(q.at, k)
+		} else {
+			next = earliest(next, at)
+		}
+	}
+	return ready, next
+}

@@ -1,0 +1,33 @@
+// Package leasemetrics tells an operator when a Lease is in trouble: how
+// many leases are held and how many have expired (renewTime plus
+// leaseDurationSeconds passed without a renewal) per namespace, how often
+// they are renewed and change holder, and how long the oldest held lease
+// has gone without a renewal. No Kubernetes server has these.
+//
+// An Observer follows every Lease through the registry's watch, as any
+// controller does (a streaming list, then changes; it resumes from the
+// last revision it saw, and lists again only after a 410), and keeps per
+// lease the little it needs: holder, renewTime, the deadline and
+// transitions. Its cost is per event, not per scrape: a renewal is a map
+// lookup and the move of one entry in two B-trees. Expiry needs no event:
+// held leases sit in a B-tree ordered by deadline, and a scrape moves
+// those whose deadline has passed to the expired counts (O(k log n) for k
+// newly expired), so a lease left unrenewed shows as expired at the first
+// scrape after its deadline. Nothing scans the leases per scrape.
+//
+// Cardinality: the aggregate series are per namespace. Per-lease series
+// (holder, seconds since renewal, expired, transitions) exist only for
+// leases of namespaces with at most Options.SmallNamespace leases (64),
+// where leader-election leases live, and for at most Options.MaxLeaseSeries
+// leases (1000) in all, in namespace and name order; node leases (one
+// namespace with a lease per node) are counted, never listed. So 100,000
+// node leases add no series at all.
+//
+// Every replica runs its own Observer (it only reads), so with several
+// replicas every replica reports the same leases: aggregate across
+// replicas with max, not sum.
+//
+// Concurrency: Run (one goroutine, owned by the controller runner) writes
+// under Observer.mu; Collect (the scrape) takes the same lock. Lock order:
+// Observer.mu is never held while calling the registry.
+package leasemetrics

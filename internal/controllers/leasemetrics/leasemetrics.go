@@ -1,0 +1,450 @@
+package leasemetrics
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/btree"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/controllers"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+// Options configure an Observer; the zero value is usable.
+type Options struct {
+	// SmallNamespace is the most leases a namespace may hold for its
+	// leases to get per-lease series; 0 means 64.
+	SmallNamespace int
+	// MaxLeaseSeries bounds the leases with per-lease series; 0 means
+	// 1000.
+	MaxLeaseSeries int
+	// Now is the clock expiry is judged by; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Observer keeps lease metrics; it is a prometheus.Collector. Run feeds
+// it.
+type Observer struct {
+	reg    *registry.Registry
+	leases resources.Resource
+	opts   Options
+	log    *slog.Logger
+
+	renewals, changes *prometheus.CounterVec
+	desc              descs
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// byKey holds every lease.
+	byKey map[key]*entry
+	// namespaces holds the counts of every namespace with a lease.
+	namespaces map[string]*namespace
+	// expiring holds the held leases with a deadline still ahead (as of
+	// the last scrape), by deadline.
+	expiring *btree.BTreeG[*entry]
+	// gen is the generation of the current list; entries a new list did
+	// not see are dropped at its end.
+	gen int
+}
+
+type key struct{ namespace, name string }
+
+// entry is what the observer keeps of one lease.
+type entry struct {
+	key
+	holder   string
+	renew    time.Time // zero when unset
+	deadline time.Time // zero when the lease cannot expire: no holder, renewTime or duration
+	// expired is set once the deadline has passed (at a scrape).
+	expired     bool
+	transitions int32
+	hasTrans    bool
+	strategy    string
+	preferred   string
+	gen         int
+}
+
+// held reports whether the lease has a holder.
+func (e *entry) held() bool { return e.holder != "" }
+
+// namespace is what the observer counts per namespace.
+type namespace struct {
+	// all holds the namespace's leases by name.
+	all           map[string]*entry
+	held, expired int
+	// byRenew holds the held leases with a renewTime, oldest first.
+	byRenew *btree.BTreeG[*entry]
+}
+
+type descs struct {
+	held, expired, oldest, omitted      *prometheus.Desc
+	info, sinceRenew, expiredOne, trans *prometheus.Desc
+}
+
+// New returns an Observer of the leases reg serves. It serves nothing
+// until Run runs.
+func New(reg *registry.Registry, opts Options) (*Observer, error) {
+	leases, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	if !ok {
+		return nil, errors.New("leasemetrics: leases are not served")
+	}
+	o := newObserver(opts)
+	o.reg, o.leases = reg, leases
+	return o, nil
+}
+
+// newObserver returns an Observer that nothing feeds yet.
+func newObserver(opts Options) *Observer {
+	if opts.SmallNamespace == 0 {
+		opts.SmallNamespace = 64
+	}
+	if opts.MaxLeaseSeries == 0 {
+		opts.MaxLeaseSeries = 1000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ns := []string{"namespace"}
+	one := []string{"namespace", "name"}
+	return &Observer{
+		opts: opts,
+		log:  opts.Logger.With("controller", "lease-metrics"),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leasehold_lease_renewals_total",
+			Help: "Renewals of leases (a new renewTime with the same holder), per namespace.",
+		}, ns),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leasehold_lease_holder_changes_total",
+			Help: "Leases taken by a new holder (holderIdentity changed to another non-empty value), per namespace.",
+		}, ns),
+		desc: descs{
+			held:    prometheus.NewDesc("leasehold_leases_held", "Leases with a holder, per namespace.", ns, nil),
+			expired: prometheus.NewDesc("leasehold_leases_expired", "Leases with a holder whose renewTime plus leaseDurationSeconds has passed without a renewal, per namespace.", ns, nil),
+			oldest: prometheus.NewDesc("leasehold_lease_oldest_unrenewed_seconds",
+				"Seconds since the renewTime of the held lease renewed longest ago, per namespace.", ns, nil),
+			omitted: prometheus.NewDesc("leasehold_lease_series_omitted",
+				"Leases without per-lease series: in namespaces of more than the small-namespace limit, or beyond the per-lease series limit.", nil, nil),
+			info: prometheus.NewDesc("leasehold_lease_info", "A lease with per-lease series, its holder and its coordinated leader election fields (1).",
+				[]string{"namespace", "name", "holder", "strategy", "preferred_holder"}, nil),
+			sinceRenew: prometheus.NewDesc("leasehold_lease_seconds_since_renew", "Seconds since the lease's renewTime (leases with a renewTime).", one, nil),
+			expiredOne: prometheus.NewDesc("leasehold_lease_expired", "1 when the held lease has expired, 0 when it has not (leases with a holder, renewTime and duration).", one, nil),
+			trans:      prometheus.NewDesc("leasehold_lease_transitions", "The lease's spec.leaseTransitions (leases that have it).", one, nil),
+		},
+		byKey:      map[key]*entry{},
+		namespaces: map[string]*namespace{},
+		expiring:   btree.NewG(32, byDeadline),
+	}
+}
+
+func byDeadline(a, b *entry) bool {
+	if c := a.deadline.Compare(b.deadline); c != 0 {
+		return c < 0
+	}
+	return lessKey(a.key, b.key)
+}
+
+func byRenew(a, b *entry) bool {
+	if c := a.renew.Compare(b.renew); c != 0 {
+		return c < 0
+	}
+	return lessKey(a.key, b.key)
+}
+
+func lessKey(a, b key) bool {
+	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name)) < 0
+}
+
+// Controller returns the observer as a controller of every replica.
+func (o *Observer) Controller() controllers.Controller {
+	return controllers.Controller{Name: "lease-metrics", Run: o.Run}
+}
+
+// Run follows the leases until ctx ends: a streaming list, then changes,
+// resuming after each watch's end from the last revision seen, and
+// listing again when that revision is gone.
+func (o *Observer) Run(ctx context.Context) error {
+	var rev int64
+	for {
+		next, err := o.follow(ctx, rev)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			o.log.Info("lease watch too old; listing again", "revision", rev)
+			rev = 0
+		case err != nil:
+			return err
+		default:
+			rev = next
+		}
+	}
+}
+
+// follow runs one watch from rev (a streaming list when 0) and returns
+// the revision it reached when it ends.
+func (o *Observer) follow(ctx context.Context, rev int64) (int64, error) {
+	opts := &metainternalversion.ListOptions{AllowWatchBookmarks: true}
+	listing := rev == 0
+	if listing {
+		yes := true
+		opts.SendInitialEvents = &yes
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		o.mu.Lock()
+		o.gen++
+		o.mu.Unlock()
+	} else {
+		opts.ResourceVersion = strconv.FormatInt(rev, 10)
+	}
+	w, err := o.reg.Watch(ctx, o.leases, "", "", opts)
+	if err != nil {
+		return rev, err
+	}
+	defer w.Stop()
+	for {
+		events, err := w.Next(ctx)
+		if errors.Is(err, io.EOF) || errors.Is(err, registry.ErrFellBehind) {
+			return rev, nil
+		}
+		if err != nil {
+			return rev, err
+		}
+		o.apply(events, listing)
+		for _, ev := range events {
+			rev = ev.Rev
+			if ev.InitialEnd {
+				listing = false
+			}
+		}
+	}
+}
+
+// apply applies a batch of events. During a list, renewals and holder
+// changes are still counted against what an earlier list saw.
+func (o *Observer) apply(events []registry.Event, listing bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ev := range events {
+		switch ev.Type {
+		case watch.Bookmark:
+			if ev.InitialEnd {
+				o.sweepLocked()
+			}
+		case watch.Added, watch.Modified:
+			l, ok := ev.Object.Obj.(*coordinationv1.Lease)
+			if !ok {
+				continue
+			}
+			o.putLocked(l)
+		case watch.Deleted:
+			if m := ev.Object.Obj; m != nil {
+				o.removeLocked(key{m.GetNamespace(), m.GetName()})
+			}
+		}
+	}
+}
+
+// putLocked records a lease's new state.
+func (o *Observer) putLocked(l *coordinationv1.Lease) {
+	k := key{l.Namespace, l.Name}
+	n := &entry{key: k, gen: o.gen}
+	s := &l.Spec
+	if s.HolderIdentity != nil {
+		n.holder = *s.HolderIdentity
+	}
+	if s.RenewTime != nil {
+		n.renew = s.RenewTime.Time
+	}
+	if n.held() && !n.renew.IsZero() && s.LeaseDurationSeconds != nil {
+		n.deadline = n.renew.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
+	}
+	if s.LeaseTransitions != nil {
+		n.transitions, n.hasTrans = *s.LeaseTransitions, true
+	}
+	if s.Strategy != nil {
+		n.strategy = string(*s.Strategy)
+	}
+	if s.PreferredHolder != nil {
+		n.preferred = *s.PreferredHolder
+	}
+	if old, ok := o.byKey[k]; ok {
+		switch {
+		case n.held() && n.holder != old.holder:
+			o.changes.WithLabelValues(k.namespace).Inc()
+		case n.held() && !n.renew.Equal(old.renew):
+			o.renewals.WithLabelValues(k.namespace).Inc()
+		}
+		// An unchanged deadline keeps an expiry already seen.
+		n.expired = old.expired && n.deadline.Equal(old.deadline)
+		o.removeLocked(k)
+	}
+	o.addLocked(n)
+}
+
+func (o *Observer) addLocked(e *entry) {
+	o.byKey[e.key] = e
+	ns := o.namespaces[e.namespace]
+	if ns == nil {
+		ns = &namespace{all: map[string]*entry{}, byRenew: btree.NewG(8, byRenew)}
+		o.namespaces[e.namespace] = ns
+	}
+	ns.all[e.name] = e
+	if !e.held() {
+		return
+	}
+	ns.held++
+	if !e.renew.IsZero() {
+		ns.byRenew.ReplaceOrInsert(e)
+	}
+	switch {
+	case e.expired:
+		ns.expired++
+	case !e.deadline.IsZero():
+		o.expiring.ReplaceOrInsert(e)
+	}
+}
+
+func (o *Observer) removeLocked(k key) {
+	e, ok := o.byKey[k]
+	if !ok {
+		return
+	}
+	delete(o.byKey, k)
+	ns := o.namespaces[k.namespace]
+	delete(ns.all, k.name)
+	if e.held() {
+		ns.held--
+		ns.byRenew.Delete(e)
+		if e.expired {
+			ns.expired--
+		} else if !e.deadline.IsZero() {
+			o.expiring.Delete(e)
+		}
+	}
+	if len(ns.all) == 0 {
+		delete(o.namespaces, k.namespace)
+	}
+}
+
+// sweepLocked drops the leases the list that just ended did not see.
+func (o *Observer) sweepLocked() {
+	var gone []key
+	for k, e := range o.byKey {
+		if e.gen != o.gen {
+			gone = append(gone, k)
+		}
+	}
+	for _, k := range gone {
+		o.removeLocked(k)
+	}
+}
+
+// expireLocked marks the held leases whose deadline is not after now as
+// expired, as client-go's leader election judges them.
+func (o *Observer) expireLocked(now time.Time) {
+	for {
+		e, ok := o.expiring.Min()
+		if !ok || e.deadline.After(now) {
+			return
+		}
+		o.expiring.DeleteMin()
+		e.expired = true
+		o.namespaces[e.namespace].expired++
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
+	o.renewals.Describe(ch)
+	o.changes.Describe(ch)
+	d := o.desc
+	for _, x := range []*prometheus.Desc{d.held, d.expired, d.oldest, d.omitted, d.info, d.sinceRenew, d.expiredOne, d.trans} {
+		ch <- x
+	}
+}
+
+// Collect implements prometheus.Collector: it first moves the leases
+// whose deadline has passed to the expired counts.
+func (o *Observer) Collect(ch chan<- prometheus.Metric) {
+	o.renewals.Collect(ch)
+	o.changes.Collect(ch)
+	now := o.opts.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.expireLocked(now)
+	d := o.desc
+	names := make([]string, 0, len(o.namespaces))
+	for name, ns := range o.namespaces {
+		names = append(names, name)
+		ch <- prometheus.MustNewConstMetric(d.held, prometheus.GaugeValue, float64(ns.held), name)
+		ch <- prometheus.MustNewConstMetric(d.expired, prometheus.GaugeValue, float64(ns.expired), name)
+		if e, ok := ns.byRenew.Min(); ok {
+			ch <- prometheus.MustNewConstMetric(d.oldest, prometheus.GaugeValue, now.Sub(e.renew).Seconds(), name)
+		}
+	}
+	// Per-lease series, for small namespaces only, in order, up to the
+	// limit.
+	slices.Sort(names)
+	budget, omitted := o.opts.MaxLeaseSeries, 0
+	for _, name := range names {
+		ns := o.namespaces[name]
+		n := len(ns.all)
+		if n > o.opts.SmallNamespace || n > budget {
+			omitted += n
+			continue
+		}
+		budget -= n
+		leases := slices.Collect(maps.Values(ns.all))
+		slices.SortFunc(leases, func(a, b *entry) int { return cmp.Compare(a.name, b.name) })
+		for _, e := range leases {
+			o.collectLease(ch, e, now)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(d.omitted, prometheus.GaugeValue, float64(omitted))
+}
+
+func (o *Observer) collectLease(ch chan<- prometheus.Metric, e *entry, now time.Time) {
+	d := o.desc
+	ns, name := e.namespace, e.name
+	ch <- prometheus.MustNewConstMetric(d.info, prometheus.GaugeValue, 1, ns, name, e.holder, e.strategy, e.preferred)
+	if !e.renew.IsZero() {
+		ch <- prometheus.MustNewConstMetric(d.sinceRenew, prometheus.GaugeValue, now.Sub(e.renew).Seconds(), ns, name)
+	}
+	if !e.deadline.IsZero() {
+		v := 0.0
+		if e.expired {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(d.expiredOne, prometheus.GaugeValue, v, ns, name)
+	}
+	if e.hasTrans {
+		ch <- prometheus.MustNewConstMetric(d.trans, prometheus.GaugeValue, float64(e.transitions), ns, name)
+	}
+}
+
+// String describes the observer's state, for tests and logs.
+func (o *Observer) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fmt.Sprintf("%d leases in %d namespaces, %d expiring", len(o.byKey), len(o.namespaces), o.expiring.Len())
+}

@@ -1,0 +1,180 @@
+package leasemetrics
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/registry"
+)
+
+// clock is the test's time: it moves only when told.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func lease(ns, name, holder string, renew time.Time, seconds int32) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if holder != "" {
+		l.Spec.HolderIdentity = &holder
+	}
+	if !renew.IsZero() {
+		t := metav1.NewMicroTime(renew)
+		l.Spec.RenewTime = &t
+	}
+	if seconds > 0 {
+		l.Spec.LeaseDurationSeconds = &seconds
+	}
+	return l
+}
+
+func event(typ watch.EventType, l *coordinationv1.Lease) registry.Event {
+	return registry.Event{Type: typ, Object: codec.Cached{Obj: l}}
+}
+
+// gather returns the text exposition of the named metrics.
+func gather(t *testing.T, o *Observer, names ...string) string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(o)
+	var b strings.Builder
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, n := range names {
+			if f.GetName() == n {
+				for _, m := range f.Metric {
+					var labels []string
+					for _, l := range m.Label {
+						labels = append(labels, l.GetName()+"="+l.GetValue())
+					}
+					v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+					fmt.Fprintf(&b, "%s{%s} %g\n", n, strings.Join(labels, ","), v)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+func TestExpiryRenewalsAndChanges(t *testing.T) {
+	c := &clock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	o := newObserver(Options{Now: c.Now})
+	t0 := c.now
+	o.apply([]registry.Event{
+		event(watch.Added, lease("a", "leader", "x", t0, 10)),
+		event(watch.Added, lease("a", "free", "", time.Time{}, 10)),
+		event(watch.Added, lease("a", "forever", "y", t0, 0)),
+	}, true)
+	want := "leasehold_leases_expired{namespace=a} 0\nleasehold_leases_held{namespace=a} 2\n"
+	if got := gather(t, o, "leasehold_leases_held", "leasehold_leases_expired"); got != want {
+		t.Fatalf("at the start:\n%s\nwant\n%s", got, want)
+	}
+	// The deadline is not after now: expired, as client-go judges it.
+	c.now = t0.Add(10 * time.Second)
+	if got := gather(t, o, "leasehold_leases_expired", "leasehold_lease_oldest_unrenewed_seconds"); got !=
+		"leasehold_lease_oldest_unrenewed_seconds{namespace=a} 10\nleasehold_leases_expired{namespace=a} 1\n" {
+		t.Fatalf("after 10s:\n%s", got)
+	}
+	// A renewal brings it back; a new holder counts as a change.
+	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "x", c.now, 10))}, false)
+	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "z", c.now.Add(time.Second), 10))}, false)
+	got := gather(t, o, "leasehold_leases_expired", "leasehold_lease_renewals_total", "leasehold_lease_holder_changes_total", "leasehold_lease_info")
+	want = "leasehold_lease_holder_changes_total{namespace=a} 1\n" +
+		"leasehold_lease_info{holder=,name=free,namespace=a,preferred_holder=,strategy=} 1\n" +
+		"leasehold_lease_info{holder=y,name=forever,namespace=a,preferred_holder=,strategy=} 1\n" +
+		"leasehold_lease_info{holder=z,name=leader,namespace=a,preferred_holder=,strategy=} 1\n" +
+		"leasehold_lease_renewals_total{namespace=a} 1\n" +
+		"leasehold_leases_expired{namespace=a} 0\n"
+	if got != want {
+		t.Fatalf("after a renewal and a change:\n%s\nwant\n%s", got, want)
+	}
+	// Deleted leases leave the counts; a list that no longer sees one
+	// drops it at its end.
+	o.apply([]registry.Event{event(watch.Deleted, lease("a", "free", "", time.Time{}, 0))}, false)
+	o.gen++
+	o.apply([]registry.Event{
+		event(watch.Added, lease("a", "leader", "z", c.now.Add(time.Second), 10)),
+		{Type: watch.Bookmark, InitialEnd: true},
+	}, true)
+	if got := gather(t, o, "leasehold_leases_held"); got != "leasehold_leases_held{namespace=a} 1\n" {
+		t.Fatalf("after a new list:\n%s", got)
+	}
+}
+
+func TestPerLeaseSeriesAreBounded(t *testing.T) {
+	c := &clock{now: time.Now()}
+	o := newObserver(Options{Now: c.Now, SmallNamespace: 3, MaxLeaseSeries: 4})
+	var evs []registry.Event
+	for i := range 10 {
+		evs = append(evs, event(watch.Added, lease("big", fmt.Sprint(i), "h", c.now, 10)))
+	}
+	for _, ns := range []string{"a", "b", "c"} {
+		for i := range 2 {
+			evs = append(evs, event(watch.Added, lease(ns, fmt.Sprint(i), "h", c.now, 10)))
+		}
+	}
+	o.apply(evs, true)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(o)
+	// a and b fit the budget of 4; c and big do not.
+	if n := testutil.CollectAndCount(o, "leasehold_lease_info"); n != 4 {
+		t.Errorf("%d leases with per-lease series, want 4", n)
+	}
+	if got := gather(t, o, "leasehold_lease_series_omitted"); got != "leasehold_lease_series_omitted{} 12\n" {
+		t.Errorf("omitted: %s", got)
+	}
+}
+
+// BenchmarkRenewal is the observer's cost of one renewal among 100,000
+// leases.
+func BenchmarkRenewal(b *testing.B) {
+	now := time.Now()
+	o := newObserver(Options{})
+	var evs []registry.Event
+	for i := range 100000 {
+		evs = append(evs, event(watch.Added, lease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
+	}
+	o.apply(evs, true)
+	renewals := make([]registry.Event, 1000)
+	for i := range renewals {
+		renewals[i] = event(watch.Modified, lease("kube-node-lease", fmt.Sprintf("node-%06d", i*100), "kubelet", now.Add(time.Second), 40))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		o.apply(renewals[i%len(renewals):i%len(renewals)+1], false)
+	}
+}
+
+// BenchmarkScrape is the cost of collecting the lease metrics with
+// 100,000 node leases and 20 leader-election leases loaded.
+func BenchmarkScrape(b *testing.B) {
+	now := time.Now()
+	o := newObserver(Options{})
+	var evs []registry.Event
+	for i := range 100000 {
+		evs = append(evs, event(watch.Added, lease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
+	}
+	for i := range 20 {
+		evs = append(evs, event(watch.Added, lease("kube-system", fmt.Sprintf("controller-%d", i), "leader", now, 15)))
+	}
+	o.apply(evs, true)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(o)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

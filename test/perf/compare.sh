@@ -1,0 +1,85 @@
+#!/bin/bash
+# Side by side: leasehold and kube-apiserver + etcd under the same load
+# (leasehold bench, client-go and raw HTTP clients), each started fresh
+# every round, the rounds alternating which goes first as the machine's
+# speed drifts. Server CPU is read from /proc for the server processes
+# only (kube-apiserver's and etcd's summed), as is memory.
+#
+#   test/perf/compare.sh [rounds]     # default 3; about 8 minutes a round
+#
+# kube-apiserver and etcd come from the peers kit (PEERS_KIT, default
+# ../shared/peers: its build.sh builds both into ~/.cache/leasehold-peers);
+# nothing it builds belongs in this repository. Results go to
+# $OUT (default /tmp/leasehold-compare), one log per system and round,
+# and a summary on stdout.
+set -euo pipefail
+
+ROUNDS=${1:-3}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+KIT=$(cd "${PEERS_KIT:-$REPO/../shared/peers}" && pwd)
+PEERS_DIR=${PEERS_DIR:-$HOME/.cache/leasehold-peers}
+export PEERS_DIR
+PEERS_BIN=$PEERS_DIR/bin
+OUT=${OUT:-/tmp/leasehold-compare}
+LEASES=${LEASES:-20000} RENEW=${RENEW:-20s} FANOUT=${FANOUT:-30s} WATCHERS=${WATCHERS:-500}
+[ -x "$PEERS_BIN/kube-apiserver" ] || { echo "no $PEERS_BIN/kube-apiserver: run $KIT/build.sh first" >&2; exit 1; }
+mkdir -p "$OUT"
+LH=$OUT/leasehold
+(cd "$REPO" && go build -o "$LH" ./cmd/leasehold)
+
+rss() { # pids...: their summed RSS in MiB
+  local sum=0
+  for p in "$@"; do sum=$((sum + $(awk '/^VmRSS:/ {print $2}' /proc/$p/status))); done
+  echo "$((sum / 1024))"
+}
+
+# start_SYSTEM sets KC (kubeconfig) and PIDS (comma-separated); stop_SYSTEM ends it.
+start_leasehold() {
+  LHDIR=$(mktemp -d /tmp/leasehold-compare-data.XXXX)
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$LH" serve --data-dir "$LHDIR" --listen "127.0.0.1:$port" --log-level warn >"$LHDIR/log" 2>&1 &
+  LHPID=$!
+  for _ in $(seq 100); do
+    [ -f "$LHDIR/admin.kubeconfig" ] && curl -sk "https://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+    [ -e "/proc/$LHPID" ] || { cat "$LHDIR/log" >&2; exit 1; }
+    sleep 0.2
+  done
+  KC=$LHDIR/admin.kubeconfig PIDS=$LHPID
+}
+stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; rm -rf "$LHDIR"; }
+
+start_kas() {
+  # A fresh etcd and kube-apiserver: the kit's, on an empty etcd.
+  "$KIT/stop.sh" >/dev/null
+  rm -rf "$PEERS_DIR/etcd-data"
+  "$KIT/start.sh" >"$OUT/kas-start.log"
+  # shellcheck disable=SC1091
+  source "$PEERS_DIR/kas.env"
+  KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID
+}
+stop_kas() { "$KIT/stop.sh" >/dev/null; rm -rf "$PEERS_DIR/etcd-data"; }
+
+run() { # system round
+  local sys=$1 log=$OUT/$1-$2.log
+  "start_$sys"
+  local b=("$LH" bench)
+  local k=(--kubeconfig "$KC" --server-pid "$PIDS")
+  sleep 10 # settle: idle memory
+  {
+    echo "idle RSS $(rss ${PIDS//,/ }) MiB"
+    "${b[@]}" fill "${k[@]}" --leases "$LEASES" --clients 64
+    "${b[@]}" list "${k[@]}" --rounds 10
+    "${b[@]}" renew "${k[@]}" --leases 1000 --clients 32 --duration "$RENEW"
+    "${b[@]}" fanout "${k[@]}" --watchers "$WATCHERS" --addresses 1000 --rate 2 --duration "$FANOUT"
+    "${b[@]}" fanout "${k[@]}" --watchers "$WATCHERS" --addresses 1000 --rate 2 --duration "$FANOUT" --protobuf
+    echo "loaded RSS $(rss ${PIDS//,/ }) MiB"
+  } >"$log" 2>"$log.err"
+  "stop_$sys"
+  echo "== $sys, round $2"
+  grep -E 'RSS|per|renews/s|creates/s|delivery' "$log" | sed 's/^/   /'
+}
+
+for r in $(seq "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then run leasehold "$r"; run kas "$r"; else run kas "$r"; run leasehold "$r"; fi
+done
