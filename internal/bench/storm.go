@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,17 +289,18 @@ func (e *Env) reportStore(ctx context.Context, c kubernetes.Interface, cfg Storm
 		}
 	}
 	if cfg.DataDir != "" {
-		if n, err := dirSize(filepath.Join(cfg.DataDir, "data")); err == nil {
-			line += fmt.Sprintf(", data on disk %.1f MiB", float64(n)/(1<<20))
+		if n, wal, err := dirSize(filepath.Join(cfg.DataDir, "data")); err == nil {
+			line += fmt.Sprintf(", data on disk %.1f MiB (%.1f MiB of it write-ahead log, recycled files included)", float64(n)/(1<<20), float64(wal)/(1<<20))
 		}
 	}
 	fmt.Fprintln(e.Out, line)
 }
 
-// dirSize is the total size of the files under dir.
-func dirSize(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+// dirSize is the total size of the files under dir, and of those the
+// pebble write-ahead log files (*.log): the one being written and those
+// kept for reuse, up to a few memtables' worth however much is stored.
+func dirSize(dir string) (total, wal int64, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -307,9 +309,12 @@ func dirSize(dir string) (int64, error) {
 			if err != nil {
 				return err
 			}
-			n += info.Size()
+			total += info.Size()
+			if strings.HasSuffix(path, ".log") {
+				wal += info.Size()
+			}
 		}
 		return nil
 	})
-	return n, err
+	return total, wal, err
 }
