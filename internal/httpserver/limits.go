@@ -220,7 +220,7 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *reques
 	inner := req.Clone(ctx)
 	done := make(chan any, 1) // the handler's panic, or nil; never blocks
 	s.handlers.Add(1)
-	go func() {
+	s.workers.run(func() {
 		defer s.handlers.Done()
 		defer func() {
 			p := recover()
@@ -230,7 +230,7 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *reques
 			done <- p
 		}()
 		next(tw, inner)
-	}()
+	})
 	select {
 	case p := <-done:
 		if p == nil {

@@ -112,6 +112,7 @@ func newBareServer(t *testing.T) *Server {
 	}
 	s := New(Config{Codecs: codecs, Logger: newTestLogger(logs)})
 	t.Cleanup(s.Wait)
+	t.Cleanup(s.Shutdown) // first: idle workers end
 	return s
 }
 

@@ -104,6 +104,8 @@ type Server struct {
 	// handlers counts the handler goroutines of withTimeout, which may
 	// outlive their request; Wait waits for them.
 	handlers sync.WaitGroup
+	// workers run them.
+	workers *workers
 }
 
 // New returns a Server.
@@ -140,6 +142,7 @@ func New(cfg Config) *Server {
 		cfg:          cfg,
 		shutdown:     shutdown,
 		stop:         stop,
+		workers:      newWorkers(shutdown.Done()),
 	}
 	if cfg.Metrics != nil {
 		s.metrics = newRequestMetrics(cfg.Metrics)

@@ -92,32 +92,21 @@ func (s Selector) Everything() bool {
 		(s.Label == nil || s.Label.Empty()) && (s.Field == nil || s.Field.Empty())
 }
 
-// keyRange returns the smallest key range that can hold selected objects,
-// given the resource's key prefix ("/registry/leases/").
-func (s Selector) keyRange(prefix string, namespaced bool) (start, end string) {
+// keyScope returns where selected objects can be, given the resource's
+// key prefix ("/registry/leases/"): keys that start with scope, or, when
+// exact, the key scope itself. A prefix test is cheaper than comparing
+// each key with the range's end (the keys share long prefixes).
+func (s Selector) keyScope(prefix string, namespaced bool) (scope string, exact bool) {
 	switch {
 	case !namespaced && s.Name != "":
-		return prefix + s.Name, prefix + s.Name + "\x00"
+		return prefix + s.Name, true
 	case s.Namespace != "" && s.Name != "":
-		k := prefix + s.Namespace + "/" + s.Name
-		return k, k + "\x00"
+		return prefix + s.Namespace + "/" + s.Name, true
 	case s.Namespace != "":
-		return prefix + s.Namespace + "/", prefix + s.Namespace + "0" // '0' follows '/'
+		return prefix + s.Namespace + "/", false
 	default:
-		return prefix, prefixEnd(prefix)
+		return prefix, false
 	}
-}
-
-// prefixEnd returns the first key after every key with the prefix.
-func prefixEnd(prefix string) string {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return ""
 }
 
 // splitKey returns namespace and name of a key under prefix.

@@ -1,6 +1,8 @@
 package watchcache
 
 import (
+	"strings"
+
 	"github.com/google/btree"
 )
 
@@ -38,12 +40,16 @@ type Page struct {
 // List returns the selected objects in key order, starting at key from
 // (inclusive; "" for the beginning), at most limit of them (0: all).
 func (s *State) List(sel Selector, from string, limit int) Page {
-	start, end := sel.keyRange(s.prefix, s.namespaced)
+	scope, exact := sel.keyScope(s.prefix, s.namespaced)
+	start := scope
 	if from > start {
 		start = from
 	}
 	var p Page
-	iter := func(o *Object) bool {
+	s.tree.AscendGreaterOrEqual(probe(start), func(o *Object) bool {
+		if exact && o.Key != scope || !exact && !strings.HasPrefix(o.Key, scope) {
+			return false
+		}
 		if limit > 0 && len(p.Objects) == limit {
 			if p.Next == "" {
 				if !sel.Everything() && (sel.Label != nil && !sel.Label.Empty() || sel.Field != nil && !sel.Field.Empty()) {
@@ -64,11 +70,6 @@ func (s *State) List(sel Selector, from string, limit int) Page {
 			p.Objects = append(p.Objects, o)
 		}
 		return true
-	}
-	if end == "" {
-		s.tree.AscendGreaterOrEqual(probe(start), iter)
-	} else {
-		s.tree.AscendRange(probe(start), probe(end), iter)
-	}
+	})
 	return p
 }

@@ -51,9 +51,16 @@ stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; rm -rf "$LH
 
 start_kas() {
   # A fresh etcd and kube-apiserver: the kit's, on an empty etcd.
-  "$KIT/stop.sh" >/dev/null
-  rm -rf "$PEERS_DIR/etcd-data"
-  "$KIT/start.sh" >"$OUT/kas-start.log"
+  # The kit's start.sh can take a process it just forked for dead (its
+  # /proc/PID/exe is still bash's on a loaded machine): try again.
+  local try
+  for try in 1 2 3; do
+    "$KIT/stop.sh" >/dev/null
+    rm -rf "$PEERS_DIR/etcd-data"
+    "$KIT/start.sh" >"$OUT/kas-start.log" && break
+    [ "$try" = 3 ] && { cat "$OUT/kas-start.log" >&2; exit 1; }
+    sleep 2
+  done
   # shellcheck disable=SC1091
   source "$PEERS_DIR/kas.env"
   KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID

@@ -1,0 +1,101 @@
+// Command floor is the cheapest server a lease renewal can reach: it
+// speaks HTTPS and HTTP/2 with client certificates as leasehold does,
+// answers a GET of any lease with a fixed Lease and a PUT with the body it
+// was sent, and does nothing else (no storage, no validation, no field
+// manager). Run `leasehold bench renew --server-pid` against it to measure
+// the transport's share of a renewal's server CPU on a machine; it is the
+// floor the performance section of the README compares against.
+//
+//	go run ./test/perf/floor --pki DATA_DIR/pki --listen 127.0.0.1:PORT
+//
+// and point a copy of DATA_DIR/admin.kubeconfig at PORT.
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+const protobuf = "application/vnd.kubernetes.protobuf"
+
+func main() {
+	pki := flag.String("pki", "", "a leasehold data directory's pki directory (ca.crt, serving.crt, serving.key)")
+	listen := flag.String("listen", "127.0.0.1:6443", "address to serve on")
+	flag.Parse()
+	if err := run(*pki, *listen); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(pki, listen string) error {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "serving.crt"), filepath.Join(pki, "serving.key"))
+	if err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		return err
+	}
+	clients := x509.NewCertPool()
+	if !clients.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("no certificate in %s", filepath.Join(pki, "ca.crt"))
+	}
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	codecs := serializer.NewCodecFactory(scheme)
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), protobuf)
+	if !ok {
+		return fmt.Errorf("no %s serializer", protobuf)
+	}
+	enc := codecs.EncoderForVersion(info.Serializer, coordinationv1.SchemeGroupVersion)
+	srv := &http.Server{
+		Addr: listen,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			ClientCAs:    clients,
+			MinVersion:   tls.VersionTLS12,
+		},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/"):
+				holder := "floor"
+				l := &coordinationv1.Lease{
+					ObjectMeta: metav1.ObjectMeta{Name: path.Base(r.URL.Path), Namespace: "default", ResourceVersion: "1"},
+					Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+				}
+				w.Header().Set("Content-Type", protobuf)
+				if err := enc.Encode(l, w); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+				}
+			case r.Method == http.MethodPut:
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					return
+				}
+				w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+				_, _ = w.Write(body)
+			default:
+				http.NotFound(w, r)
+			}
+		}),
+	}
+	log.Printf("floor: serving on https://%s", listen)
+	return srv.ListenAndServeTLS("", "")
+}
