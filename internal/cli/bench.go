@@ -24,6 +24,7 @@ Scenarios (each drives a running server through its API):
   renew    renew them as fast as holders can
   fanout   many watchers of one large Endpoints object being updated
   overload writes offered faster than the server sustains: how it sheds them
+  storm    lease renewals paced as holders renew them, during an event storm
 
 Run "leasehold bench <scenario> -h" for its flags.
 `
@@ -70,6 +71,19 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&oc.Token, "token", "", "bearer token of a user outside system:masters (whose requests are never refused), from the server's --token-auth-file")
 		fs.IntVar(&oc.StreamsPerConnection, "streams-per-connection", 200, "requests waiting for an answer on one connection at most (below the server's 250 streams); more are counted as not sent")
 		run = func(e *bench.Env) error { oc.Namespace = *namespace; return bench.Overload(ctx, e, oc) }
+	case "storm":
+		sc := bench.StormConfig{}
+		fs.IntVar(&sc.Leases, "leases", 200, "leases renewed, each by a holder of its own (created by fill)")
+		fs.DurationVar(&sc.RenewInterval, "renew-interval", 2*time.Second, "time between a holder's renewals (client-go's retry period)")
+		fs.IntVar(&sc.Clients, "clients", 16, "connections the holders share")
+		fs.StringVar(&sc.EventNamespace, "event-namespace", "storm", "namespace of the storm's events (created if missing)")
+		fs.Float64Var(&sc.EventsPerSecond, "events-per-second", 200, "events created per second, each with a reason of its own (0: no storm, the baseline)")
+		fs.IntVar(&sc.EventClients, "event-clients", 8, "connections the storm's events go through")
+		fs.DurationVar(&sc.Duration, "duration", time.Minute, "how long to renew (and storm)")
+		fs.StringVar(&sc.DataDir, "data-dir", "", "the server's data directory, to report the size of its store")
+		fs.DurationVar(&sc.WaitExpiry, "wait-expiry", 0, "after the storm, wait at most this long for the server to expire the events (--event-ttl), and report the sizes again")
+		fs.DurationVar(&sc.Settle, "settle", time.Minute, "with --wait-expiry, how long to wait after the last event expired before reporting")
+		run = func(e *bench.Env) error { sc.Namespace = *namespace; return bench.Storm(ctx, e, sc) }
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil
@@ -94,11 +108,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				bad = append(bad, "--"+f.Name)
 			}
 		case float64:
-			if v <= 0 {
+			if v < 0 || v == 0 && f.Name != "events-per-second" {
 				bad = append(bad, "--"+f.Name)
 			}
 		case time.Duration:
-			if v <= 0 {
+			if v < 0 || v == 0 && f.Name != "wait-expiry" {
 				bad = append(bad, "--"+f.Name)
 			}
 		}

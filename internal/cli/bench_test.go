@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/internal/bench"
+	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
@@ -23,6 +26,7 @@ func TestHelpIsNotAnError(t *testing.T) {
 		{"bench", "list", "--help"},
 		{"bench", "renew", "-h"},
 		{"bench", "fanout", "-h"},
+		{"bench", "storm", "-h"},
 		{"bench", "-h"},
 		{"-h"},
 	} {
@@ -44,6 +48,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{"bench", "fanout", "--rate", "0"},
 		{"bench", "renew", "--duration", "-1s"},
 		{"bench", "fill", "extra"},
+		{"bench", "storm", "--events-per-second", "-1"},
 		{"bench", "renew", "--server-pid", "x"},
 		{"bench", "renew", "--server-pid", "12,-3"},
 	} {
@@ -94,5 +99,36 @@ func TestBenchRenewNeedsFill(t *testing.T) {
 	}
 	if out := stdout.String(); !regexp.MustCompile(`\nserver: [0-9.]+ cores \([0-9.]+s CPU in [0-9.]+s; [0-9.]+ (µs|ms) per renewal\), peak RSS [0-9.]+ MiB\n$`).MatchString(out) {
 		t.Errorf("renew output with --server-pid:\n%s", out)
+	}
+}
+
+// TestBenchStorm: a short storm, and its baseline, against a server that
+// expires events after a second: the renewals, the events, and the
+// store's sizes before, after, and once the events have expired.
+func TestBenchStorm(t *testing.T) {
+	srv := testserver.Start(t, func(c *server.Config) { c.EventTTL = time.Second })
+	kc := []string{"--kubeconfig", srv.Kubeconfig(), "--namespace", "default", "--server-pid", fmt.Sprint(os.Getpid())}
+	if err := Run(t.Context(), append([]string{"bench", "fill", "--leases", "10", "--clients", "2"}, kc...), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	storm := append([]string{"bench", "storm", "--leases", "10", "--clients", "2", "--renew-interval", "100ms", "--duration", "1s",
+		"--data-dir", srv.DataDir, "--event-clients", "2", "--events-per-second", "50", "--wait-expiry", "30s", "--settle", "1ms"}, kc...)
+	var stdout bytes.Buffer
+	if err := Run(t.Context(), storm, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	for _, want := range []string{"store before: 0 events", "storm: renew: 10 holders every 100ms", "storm: events: ", "server: ", "store after the storm: ", "store after the expiry: 0 events, server RSS", "data on disk"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("storm output lacks %q:\n%s", want, out)
+		}
+	}
+	stdout.Reset()
+	baseline := append([]string{"bench", "storm", "--leases", "10", "--clients", "2", "--renew-interval", "100ms", "--duration", "500ms", "--events-per-second", "0"}, kc...)
+	if err := Run(t.Context(), baseline, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !strings.Contains(out, "storm: no events (the baseline)") {
+		t.Errorf("baseline output:\n%s", out)
 	}
 }

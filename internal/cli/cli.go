@@ -125,6 +125,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.BoolVar(&cfg.CoordinatedLeaderElection, "coordinated-leader-election", true,
 		"coordinated leader election: serve LeaseCandidates, keep Lease spec.strategy and spec.preferredHolder, and elect the holders of Leases with candidates (false: none of it, as kube-apiserver by default)")
 	fs.IntVar(&cfg.WatchWindow, "watch-window", 10000, "events per resource kept for watches that resume from an older resourceVersion")
+	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long an Event lives after its last write, as kube-apiserver's flag (0: forever)")
 	fs.IntVar(&s.minRequestTimeout, "min-request-timeout", 1800,
 		"seconds: the shortest life of a watch without timeoutSeconds; each ends cleanly after a random time between this and twice this, as kube-apiserver's flag")
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -153,6 +154,9 @@ func parseServe(args []string, stderr io.Writer) (server.Config, slog.Level, err
 		return s.cfg, level, errors.New("--min-request-timeout must be positive")
 	}
 	s.cfg.MinRequestTimeout = time.Duration(s.minRequestTimeout) * time.Second
+	if s.cfg.EventTTL < 0 {
+		return s.cfg, level, errors.New("--event-ttl must not be negative")
+	}
 	if err := checkStorageFlags(s.fs, &s.cfg, *s.etcdServers); err != nil {
 		return s.cfg, level, err
 	}

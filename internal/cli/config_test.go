@@ -31,6 +31,7 @@ var everyKey = map[string]string{
 	"listen":                         "0.0.0.0:7443",
 	"coordinated-leader-election":    "false",
 	"watch-window":                   "500",
+	"event-ttl":                      "5m",
 	"log-level":                      "debug",
 	"storage":                        "etcd",
 	"etcd-servers":                   "https://a:2379,https://b:2379",

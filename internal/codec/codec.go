@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
-	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -69,9 +68,6 @@ func New(kinds []*resources.Kind) (*Codecs, error) {
 				seen[v.GroupVersion] = true
 				metav1.AddToGroupVersion(scheme, v.GroupVersion)
 			}
-			if err := addConversions(scheme, k, v); err != nil {
-				return nil, err
-			}
 		}
 	}
 
@@ -89,32 +85,6 @@ func New(kinds []*resources.Kind) (*Codecs, error) {
 		protoStorage: protobuf.NewSerializer(scheme, scheme),
 		jsonStorage:  kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{}),
 	}, nil
-}
-
-// addConversions registers v's conversions to and from k's storage
-// version in the scheme, for the field managers, which convert
-// managedFields recorded at one version to another through it.
-func addConversions(scheme *runtime.Scheme, k *resources.Kind, v resources.Version) error {
-	c := v.Conversion
-	if c == nil {
-		return nil
-	}
-	convert := func(fn func(resources.Object) (resources.Object, error)) conversion.ConversionFunc {
-		return func(in, out any, _ conversion.Scope) error {
-			obj, err := fn(in.(resources.Object))
-			if err != nil {
-				return err
-			}
-			// Conversion fills out in place.
-			reflect.ValueOf(out).Elem().Set(reflect.ValueOf(obj).Elem())
-			return nil
-		}
-	}
-	storage := k.Versions[0].New()
-	if err := scheme.AddConversionFunc(v.New(), storage, convert(c.ToStorage)); err != nil {
-		return err
-	}
-	return scheme.AddConversionFunc(storage, v.New(), convert(c.FromStorage))
 }
 
 // Scheme returns the scheme. Callers must not register types in it.

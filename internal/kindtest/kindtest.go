@@ -612,8 +612,12 @@ func (k *kindSuite) testTable(t *testing.T) {
 	if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(want) {
 		t.Fatalf("rows: %+v", table.Rows)
 	}
-	if table.Rows[0].Cells[0] != name(t, "a") {
-		t.Errorf("first cell %v, want the name", table.Rows[0].Cells[0])
+	// The name is in the column of format "name" (the first, but for
+	// Events).
+	for i, c := range table.ColumnDefinitions {
+		if c.Format == "name" && table.Rows[0].Cells[i] != name(t, "a") {
+			t.Errorf("cell %d (%s) %v, want the name", i, c.Name, table.Rows[0].Cells[i])
+		}
 	}
 }
 
@@ -702,11 +706,12 @@ func (k *kindSuite) testValidation(t *testing.T) {
 		t.Errorf("message %q, want it to start %q", st.Message, want)
 	}
 	// An invalid name: by default one no kind accepts, not a DNS name, nor
-	// a ConfigMap key (which LeaseCandidates are named by); a fixture
-	// names its own when its kind accepts more (RBAC's path segments).
+	// a ConfigMap key (which LeaseCandidates are named by), nor one path
+	// segment (which is all core v1 Events and RBAC's kinds ask of a
+	// name); a fixture names its own when its kind accepts more.
 	invalidName := k.f.InvalidName
 	if invalidName == "" {
-		invalidName = "not:a:name"
+		invalidName = "Not_A%Name"
 	}
 	badName := k.object(t, invalidName, nil)
 	if _, err := k.client().Create(t.Context(), badName, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {

@@ -66,7 +66,8 @@ type operation struct {
 }
 
 // wantOperations are the operations kube-apiserver documents for Leases,
-// Endpoints, Namespaces and the discovery and version endpoints.
+// Endpoints, Events (core and events.k8s.io), Namespaces and the
+// discovery and version endpoints.
 var wantOperations = []operation{
 	{"GET", "/api/", "getCoreAPIVersions", ""},
 	{"GET", "/apis/", "getAPIVersions", ""},
@@ -98,6 +99,32 @@ var wantOperations = []operation{
 	{"PATCH", "/api/v1/namespaces/{namespace}/endpoints/{name}", "patchCoreV1NamespacedEndpoints", "patch"},
 	{"DELETE", "/api/v1/namespaces/{namespace}/endpoints/{name}", "deleteCoreV1NamespacedEndpoints", "delete"},
 	{"GET", "/api/v1/watch/namespaces/{namespace}/endpoints/{name}", "watchCoreV1NamespacedEndpoints", "watch"},
+
+	{"GET", "/api/v1/events", "listCoreV1EventForAllNamespaces", "list"},
+	{"GET", "/api/v1/watch/events", "watchCoreV1EventListForAllNamespaces", "watchlist"},
+	{"GET", "/api/v1/namespaces/{namespace}/events", "listCoreV1NamespacedEvent", "list"},
+	{"POST", "/api/v1/namespaces/{namespace}/events", "createCoreV1NamespacedEvent", "post"},
+	{"DELETE", "/api/v1/namespaces/{namespace}/events", "deleteCoreV1CollectionNamespacedEvent", "deletecollection"},
+	{"GET", "/api/v1/watch/namespaces/{namespace}/events", "watchCoreV1NamespacedEventList", "watchlist"},
+	{"GET", "/api/v1/namespaces/{namespace}/events/{name}", "readCoreV1NamespacedEvent", "get"},
+	{"PUT", "/api/v1/namespaces/{namespace}/events/{name}", "replaceCoreV1NamespacedEvent", "put"},
+	{"PATCH", "/api/v1/namespaces/{namespace}/events/{name}", "patchCoreV1NamespacedEvent", "patch"},
+	{"DELETE", "/api/v1/namespaces/{namespace}/events/{name}", "deleteCoreV1NamespacedEvent", "delete"},
+	{"GET", "/api/v1/watch/namespaces/{namespace}/events/{name}", "watchCoreV1NamespacedEvent", "watch"},
+
+	{"GET", "/apis/events.k8s.io/", "getEventsAPIGroup", ""},
+	{"GET", "/apis/events.k8s.io/v1/", "getEventsV1APIResources", ""},
+	{"GET", "/apis/events.k8s.io/v1/events", "listEventsV1EventForAllNamespaces", "list"},
+	{"GET", "/apis/events.k8s.io/v1/watch/events", "watchEventsV1EventListForAllNamespaces", "watchlist"},
+	{"GET", "/apis/events.k8s.io/v1/namespaces/{namespace}/events", "listEventsV1NamespacedEvent", "list"},
+	{"POST", "/apis/events.k8s.io/v1/namespaces/{namespace}/events", "createEventsV1NamespacedEvent", "post"},
+	{"DELETE", "/apis/events.k8s.io/v1/namespaces/{namespace}/events", "deleteEventsV1CollectionNamespacedEvent", "deletecollection"},
+	{"GET", "/apis/events.k8s.io/v1/watch/namespaces/{namespace}/events", "watchEventsV1NamespacedEventList", "watchlist"},
+	{"GET", "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}", "readEventsV1NamespacedEvent", "get"},
+	{"PUT", "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}", "replaceEventsV1NamespacedEvent", "put"},
+	{"PATCH", "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}", "patchEventsV1NamespacedEvent", "patch"},
+	{"DELETE", "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}", "deleteEventsV1NamespacedEvent", "delete"},
+	{"GET", "/apis/events.k8s.io/v1/watch/namespaces/{namespace}/events/{name}", "watchEventsV1NamespacedEvent", "watch"},
 
 	// Namespaces have no deletecollection.
 	{"GET", "/api/v1/namespaces", "listCoreV1Namespace", "list"},
@@ -329,10 +356,12 @@ func TestV2Definitions(t *testing.T) {
 		"io.k8s.api.coordination.v1.LeaseList":                    {map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "LeaseList"}},
 		"io.k8s.api.core.v1.Endpoints":                            {map[string]any{"group": "", "version": "v1", "kind": "Endpoints"}},
 		"io.k8s.api.core.v1.Namespace":                            {map[string]any{"group": "", "version": "v1", "kind": "Namespace"}},
+		"io.k8s.api.core.v1.Event":                                {map[string]any{"group": "", "version": "v1", "kind": "Event"}},
+		"io.k8s.api.events.v1.Event":                              {map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "Event"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Status":             {map[string]any{"group": "", "version": "v1", "kind": "Status"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList":    {map[string]any{"group": "", "version": "v1", "kind": "APIResourceList"}},
-		"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":         {map[string]any{"group": "", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "WatchEvent"}},
-		"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions":      {map[string]any{"group": "", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "DeleteOptions"}},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":         {map[string]any{"group": "", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "WatchEvent"}},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions":      {map[string]any{"group": "", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "DeleteOptions"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":         nil,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime":          nil,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Patch":              nil,
@@ -397,10 +426,11 @@ func TestV2Protobuf(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 6 discovery and version paths, 6 for each of Leases, Endpoints
-	// and Namespaces (status and finalize included); 2 discovery paths
+	// and Namespaces (status and finalize included); for Events 2
+	// discovery paths and 6 in each of their two groups; 2 discovery paths
 	// and 20 for RBAC's four kinds.
-	if got := len(doc.GetPaths().GetPath()); got != 46 {
-		t.Errorf("%d paths, want 46", got)
+	if got := len(doc.GetPaths().GetPath()); got != 60 {
+		t.Errorf("%d paths, want 60", got)
 	}
 	jsonResp, _ := get(t, s, "/openapi/v2", "")
 	if resp.Header.Get("Etag") != jsonResp.Header.Get("Etag") || resp.Header.Get("Etag") == "" {
@@ -427,7 +457,7 @@ func TestV3Index(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io", "apis/coordination.k8s.io/v1", "apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1", "version"}
+	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io", "apis/coordination.k8s.io/v1", "apis/events.k8s.io", "apis/events.k8s.io/v1", "apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1", "version"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("documents (-want +got):\n%s", diff)
 	}

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -21,8 +23,9 @@ type fieldManagerKey struct {
 // and server-side apply, from k8s.io/apimachinery/pkg/util/managedfields)
 // for each served version of k and each of its subresources. Each works
 // in its own version (its hub is the version itself): it takes and
-// returns objects of the request's version, and the scheme converts
-// managedFields recorded at other versions.
+// returns objects of the request's version, and managedFields recorded at
+// other versions are converted by the kind's own conversions (see
+// versionConvertor), also between groups.
 func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, k *resources.Kind) (map[fieldManagerKey]*managedfields.FieldManager, error) {
 	out := map[fieldManagerKey]*managedfields.FieldManager{}
 	subs := map[string][]string{"": k.ResetFields}
@@ -41,7 +44,7 @@ func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, k 
 					fieldpath.APIVersion(res.APIVersion()): fieldpath.NewExcludeSetFilter(set),
 				}
 			}
-			fm, err := managedfields.NewDefaultFieldManager(tc, scheme, defaulter{res}, scheme,
+			fm, err := managedfields.NewDefaultFieldManager(tc, versionConvertor{k, scheme}, defaulter{res}, scheme,
 				res.GroupVersionKind(), res.GroupVersion(), sub, resetFields)
 			if err != nil {
 				return nil, fmt.Errorf("field manager for %s %q: %w", res.GroupVersionResource(), sub, err)
@@ -50,6 +53,82 @@ func newFieldManagers(tc managedfields.TypeConverter, scheme *runtime.Scheme, k 
 		}
 	}
 	return out, nil
+}
+
+// versionConvertor converts objects between the served versions of one
+// kind, through its storage version, for the field managers. The scheme
+// cannot do it across groups: its ConvertToVersion only targets versions
+// of the object's own group, and the field managers would then drop, as
+// belonging to a version no longer served, the managedFields recorded at
+// the kind's versions in other groups (core v1 and events.k8s.io/v1
+// Events). kube-apiserver converts them through an internal type the two
+// groups share.
+type versionConvertor struct {
+	kind   *resources.Kind
+	scheme *runtime.Scheme
+}
+
+// ConvertToVersion converts in, an object of one of the kind's versions,
+// to the version target selects among them (the storage version when it
+// selects none, as the field managers' hub), with apiVersion and kind
+// set. The result is a new object: in is not modified.
+func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	from := c.versionOf(in)
+	if from == nil {
+		return c.scheme.ConvertToVersion(in, target)
+	}
+	gvks := make([]schema.GroupVersionKind, len(c.kind.Versions))
+	for i, v := range c.kind.Versions {
+		gvks[i] = v.WithKind(c.kind.Names.Kind)
+	}
+	to := &c.kind.Versions[0]
+	if gvk, ok := target.KindForGroupVersionKinds(gvks); ok {
+		for i := range c.kind.Versions {
+			if c.kind.Versions[i].GroupVersion == gvk.GroupVersion() {
+				to = &c.kind.Versions[i]
+			}
+		}
+	}
+	out, err := c.convert(in.(resources.Object), from, to)
+	if err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(to.WithKind(c.kind.Names.Kind))
+	return out, nil
+}
+
+// convert converts in from one version to another through the storage
+// version. Conversions make new objects, so only a conversion to the same
+// version needs a copy.
+func (c versionConvertor) convert(in resources.Object, from, to *resources.Version) (resources.Object, error) {
+	if from == to {
+		return in.DeepCopyObject().(resources.Object), nil
+	}
+	stored, err := resources.Resource{Kind: c.kind, Version: from}.ToStorage(in)
+	if err != nil {
+		return nil, err
+	}
+	return resources.Resource{Kind: c.kind, Version: to}.FromStorage(stored)
+}
+
+// versionOf returns the version of the kind whose Go type obj has, nil
+// when none has.
+func (c versionConvertor) versionOf(obj runtime.Object) *resources.Version {
+	t := reflect.TypeOf(obj)
+	for i := range c.kind.Versions {
+		if reflect.TypeOf(c.kind.Versions[i].New()) == t {
+			return &c.kind.Versions[i]
+		}
+	}
+	return nil
+}
+
+func (c versionConvertor) Convert(in, out, context any) error {
+	return c.scheme.Convert(in, out, context)
+}
+
+func (c versionConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return c.scheme.ConvertFieldLabel(gvk, label, value)
 }
 
 // defaulter applies a version's defaults to the objects server-side apply

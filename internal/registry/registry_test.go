@@ -35,7 +35,7 @@ type conflicting struct {
 	conflicts atomic.Int64
 }
 
-func (c *conflicting) Put(ctx context.Context, key string, value []byte, expected int64) (storage.KeyValue, error) {
+func (c *conflicting) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
 	if c.conflicts.Add(-1) >= 0 {
 		cur, err := c.Interface.Get(ctx, key)
 		if err != nil {
@@ -43,7 +43,7 @@ func (c *conflicting) Put(ctx context.Context, key string, value []byte, expecte
 		}
 		return storage.KeyValue{}, &storage.ConflictError{Key: key, Expected: expected, Current: &cur}
 	}
-	return c.Interface.Put(ctx, key, value, expected)
+	return c.Interface.Put(ctx, key, value, expected, opts...)
 }
 
 // refuse is an admission step that refuses objects with a given name.

@@ -115,7 +115,7 @@ func (r *Registry) create(ctx context.Context, res resources.Resource, obj resou
 		}
 		return WriteResult{Object: obj, Created: true, Warnings: warnings}, nil
 	}
-	kv, err := r.store.Put(ctx, key, data, 0)
+	kv, err := r.store.Put(ctx, key, data, 0, putOptions(res.Kind)...)
 	if err != nil {
 		var ce *storage.ConflictError
 		if errors.As(err, &ce) && ce.Current != nil {
@@ -462,7 +462,7 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 			}
 			return a, nil
 		}
-		kv, err := r.store.Put(ctx, key, data, expected)
+		kv, err := r.store.Put(ctx, key, data, expected, putOptions(res.Kind)...)
 		if err != nil {
 			var ce *storage.ConflictError
 			if !errors.As(err, &ce) {
@@ -477,6 +477,16 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 		r.state[res.Kind].owners.set(key, kv.ModRevision, a.sole)
 		return a, nil
 	}
+}
+
+// putOptions are the storage options of every write of k's objects: the
+// kind's TTL, which each create and update starts again (kube-apiserver's
+// TTLFunc for Events returns the TTL whatever the write).
+func putOptions(k *resources.Kind) []storage.PutOption {
+	if k.TTL > 0 {
+		return []storage.PutOption{storage.WithTTL(k.TTL)}
+	}
+	return nil
 }
 
 // ignoreManagedFieldsTimes makes an update that only moves managedFields

@@ -59,6 +59,11 @@ type Kind struct {
 	Subresources []Subresource
 	Table        Table
 	Fields       Fields
+	// TTL, when positive, is how long an object lives after its last
+	// write: the store deletes it then, as kube-apiserver's registry has
+	// etcd do for Events (--event-ttl). Every create and update starts it
+	// again; an update that changes nothing writes nothing and does not.
+	TTL time.Duration
 }
 
 // Names are the names of a kind on the wire.

@@ -165,6 +165,9 @@ type Config struct {
 	// singleton controllers run without being elected with a Lease. The
 	// embedded engine is always standalone.
 	Standalone bool
+	// EventTTL is how long an Event lives after its last write
+	// (kube-apiserver's --event-ttl); 0 means forever.
+	EventTTL time.Duration
 }
 
 // Storage engines for Config.Storage.
@@ -258,7 +261,7 @@ func New(cfg Config) (*Server, error) {
 
 	kinds := cfg.Kinds
 	if kinds == nil {
-		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection})
+		kinds = builtin.Kinds(builtin.Options{CoordinatedLeaderElection: cfg.CoordinatedLeaderElection, EventTTL: cfg.EventTTL})
 	}
 	m := newMetrics()
 	store, prefix, err := openStore(cfg, m, kinds)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // KeyValue is one version of a key. Its Value may be shared by the engine
@@ -72,7 +73,10 @@ type Interface interface {
 	// the engine accepts fails with ErrTooLarge; a write the engine has no
 	// room for, with ErrNoSpace (which etcd reports before looking at the
 	// precondition, the embedded engine after).
-	Put(ctx context.Context, key string, value []byte, expected int64) (KeyValue, error)
+	//
+	// WithTTL makes the written value expire (see PutOptions.TTL); without
+	// it the value stays until it is replaced or deleted.
+	Put(ctx context.Context, key string, value []byte, expected int64, opts ...PutOption) (KeyValue, error)
 
 	// Delete removes key if its current ModRevision equals expected (which
 	// must be positive). It returns the deleted KeyValue with ModRevision set
@@ -83,7 +87,8 @@ type Interface interface {
 
 	// Watch streams every change to keys under prefix with a revision
 	// greater than from, in revision order, with no gaps and no
-	// duplicates, plus EventProgress notes. from older than the engine's
+	// duplicates (the keys of one expiry may share a revision, see
+	// PutOptions.TTL), plus EventProgress notes. from older than the engine's
 	// retained history fails with ErrCompacted. The channel is closed when
 	// ctx ends or the watch fails; Err then says why (nil after ctx ends).
 	Watch(ctx context.Context, prefix string, from int64) (Watch, error)
@@ -94,6 +99,45 @@ type Interface interface {
 
 	// Close releases the engine. Pending writes either complete or fail.
 	Close() error
+}
+
+// PutOptions are the options of a Put.
+type PutOptions struct {
+	// TTL, when positive, makes the value expire: the engine deletes the
+	// key once TTL has passed since the Put, unless a later Put has
+	// replaced the value (a Put without TTL keeps the new value for good;
+	// one with a TTL counts from itself) or the key was deleted. The
+	// expiry is a delete like any other: it takes a revision, and watches
+	// see an EventDelete. Several keys may expire at one revision (etcd
+	// deletes the keys of an expired lease in one transaction), the only
+	// case where events share a revision. An engine may delete a key
+	// later than TTL, never earlier: etcd's leases last whole seconds, at
+	// least etcd's minimum, and are shared by keys written within a while
+	// of each other, as kube-apiserver shares them (up to 5% of TTL, at
+	// most a minute, later); the embedded engine deletes within about a
+	// second. A TTL below a second counts as one. Expiry follows the
+	// engine's clock (etcd's leader's, the embedded engine's machine's).
+	TTL time.Duration
+}
+
+// PutOption sets an option of a Put.
+type PutOption func(*PutOptions)
+
+// WithTTL makes a Put's value expire after ttl (see PutOptions.TTL).
+func WithTTL(ttl time.Duration) PutOption {
+	return func(o *PutOptions) { o.TTL = ttl }
+}
+
+// NewPutOptions returns the options opts set, for engines.
+func NewPutOptions(opts []PutOption) PutOptions {
+	var o PutOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.TTL > 0 && o.TTL < time.Second {
+		o.TTL = time.Second
+	}
+	return o
 }
 
 // Watch is a running watch.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,7 +37,19 @@ type Config struct {
 	Window int
 	// Snapshots is how many list snapshots are kept for paginated lists.
 	Snapshots int
+	// Retention is how long an event stays in the window, and a list
+	// snapshot is kept, at most: so that what a burst of writes (an event
+	// storm) leaves there does not keep its memory. Default
+	// DefaultRetention.
+	Retention time.Duration
+	// Now is the clock of Retention; time.Now when nil.
+	Now func() time.Time
 }
+
+// DefaultRetention is kube-apiserver's etcd compaction interval: there, a
+// watch from, or a continue token of, a revision older than the last
+// compaction fails with 410 too.
+const DefaultRetention = 5 * time.Minute
 
 // Cache is the in-memory copy of one resource.
 type Cache struct {
@@ -59,8 +72,15 @@ type Cache struct {
 	events ring
 	// fresh is closed and replaced whenever a new State is published.
 	fresh chan struct{}
-	// snapshots are States retained for paginated lists, newest last.
-	snapshots []*State
+	// snapshots are States retained for paginated lists, newest last,
+	// with the times they were retained.
+	snapshots []retained
+}
+
+// retained is a snapshot kept for paginated lists.
+type retained struct {
+	state *State
+	at    time.Time
 }
 
 // New returns an empty cache; a Feeder fills it.
@@ -70,6 +90,12 @@ func New(cfg Config) *Cache {
 	}
 	if cfg.Snapshots <= 0 {
 		cfg.Snapshots = 64
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	c := &Cache{
 		cfg:    cfg,
@@ -116,7 +142,7 @@ func (c *Cache) StateAt(rev int64) (*State, error) {
 		return nil, fmt.Errorf("watchcache: revision %d is newer than %d", rev, cur.Rev)
 	}
 	for i := len(c.snapshots) - 1; i >= 0; i-- {
-		if s := c.snapshots[i]; s.Rev == rev {
+		if s := c.snapshots[i].state; s.Rev == rev {
 			return s, nil
 		}
 	}
@@ -155,15 +181,36 @@ func (c *Cache) Retain(s *State) {
 
 func (c *Cache) retainLocked(s *State) {
 	for _, old := range c.snapshots {
-		if old == s {
+		if old.state == s {
 			return
 		}
 	}
 	if len(c.snapshots) == c.cfg.Snapshots {
 		copy(c.snapshots, c.snapshots[1:])
+		c.snapshots[len(c.snapshots)-1] = retained{}
 		c.snapshots = c.snapshots[:len(c.snapshots)-1]
 	}
-	c.snapshots = append(c.snapshots, s)
+	c.snapshots = append(c.snapshots, retained{state: s, at: c.cfg.Now()})
+}
+
+// expire drops the window's events and the snapshots older than the
+// retention (feeder only, which calls it now and then). A cursor left
+// behind then fails with ErrFellBehind, and a list continuing a dropped
+// snapshot answers 410, as after an etcd compaction in kube-apiserver.
+func (c *Cache) expire() {
+	cutoff := c.cfg.Now().Add(-c.cfg.Retention)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events.evictBefore(cutoff)
+	drop := 0
+	for drop < len(c.snapshots) && c.snapshots[drop].at.Before(cutoff) {
+		drop++
+	}
+	if drop > 0 {
+		n := copy(c.snapshots, c.snapshots[drop:])
+		clear(c.snapshots[n:])
+		c.snapshots = c.snapshots[:n]
+	}
 }
 
 // reset replaces the whole content with kvs at revision rev (feeder only).
@@ -258,8 +305,9 @@ func (c *Cache) publish(rev int64, events []Event) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.cfg.Now()
 	for _, ev := range events {
-		c.events.push(ev)
+		c.events.push(ev, now)
 	}
 	c.publishLocked(s)
 }

@@ -17,6 +17,13 @@
 // pointer. Readers never lock: they load a State and iterate it. Events go
 // to a ring guarded by Cache.mu; watchers read the ring at their own pace.
 //
+// Retention: the window keeps at most Config.Window events, and none
+// older than Config.Retention (5 minutes, kube-apiserver's etcd compaction
+// interval); paginated lists' snapshots are kept for as long at most. So
+// what a burst of writes (an event storm) leaves in memory goes once it
+// is that old, even if nothing is written afterwards: the feeder drops it
+// every few seconds.
+//
 // Lock order: Cache.mu is never held while calling into storage, into
 // another Cache, or while writing to a network connection.
 package watchcache

@@ -13,6 +13,10 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 )
 
+// expireInterval is how often the feeder drops what the caches keep
+// beyond their retention.
+const expireInterval = 10 * time.Second
+
 // Feeder fills caches from a store: one list of the whole key space, then
 // one watch. When the watch fails it lists again and rebuilds every cache.
 type Feeder struct {
@@ -78,8 +82,19 @@ func (f *Feeder) runOnce(ctx context.Context) error {
 		return fmt.Errorf("watch: %w", err)
 	}
 	pending := make(map[*Cache][]Event, len(f.caches))
+	expire := time.NewTicker(expireInterval)
+	defer expire.Stop()
 	for {
-		ev, ok := <-w.Events()
+		var ev storage.Event
+		var ok bool
+		select {
+		case ev, ok = <-w.Events():
+		case <-expire.C:
+			for _, c := range f.caches {
+				c.expire()
+			}
+			continue
+		}
 		if !ok {
 			if err := w.Err(); err != nil {
 				return err

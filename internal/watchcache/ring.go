@@ -1,6 +1,8 @@
 package watchcache
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/codec"
@@ -19,6 +21,9 @@ type Event struct {
 
 	// Memo keeps the event's encodings, shared by all watchers.
 	Memo *codec.EventMemo
+
+	// added is when the event entered the window.
+	added time.Time
 }
 
 // ring is a bounded window of the most recent events, addressed by
@@ -35,16 +40,29 @@ func (r *ring) init(capacity int) { r.buf = make([]Event, capacity) }
 
 func (r *ring) at(pos int64) *Event { return &r.buf[pos%int64(len(r.buf))] }
 
-// push appends ev, evicting the oldest event when full.
-func (r *ring) push(ev Event) {
+// push appends ev, added at now, evicting the oldest event when full.
+func (r *ring) push(ev Event, now time.Time) {
 	if r.end-r.start == int64(len(r.buf)) {
-		r.base = r.at(r.start).Rev
-		*r.at(r.start) = Event{}
-		r.start++
+		r.evict()
 	}
 	ev.Memo = &codec.EventMemo{}
+	ev.added = now
 	*r.at(r.end) = ev
 	r.end++
+}
+
+// evict drops the oldest event.
+func (r *ring) evict() {
+	r.base = r.at(r.start).Rev
+	*r.at(r.start) = Event{}
+	r.start++
+}
+
+// evictBefore drops the events added before cutoff.
+func (r *ring) evictBefore(cutoff time.Time) {
+	for r.start < r.end && r.at(r.start).added.Before(cutoff) {
+		r.evict()
+	}
 }
 
 // reset empties the ring; history now begins after rev. Positions keep

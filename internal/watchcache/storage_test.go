@@ -154,8 +154,8 @@ func (cs *cachedStore) List(ctx context.Context, prefix string) (storage.ListRes
 	return out, nil
 }
 
-func (cs *cachedStore) Put(ctx context.Context, key string, value []byte, expected int64) (storage.KeyValue, error) {
-	return cs.store.Put(ctx, key, value, expected)
+func (cs *cachedStore) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
+	return cs.store.Put(ctx, key, value, expected, opts...)
 }
 
 func (cs *cachedStore) Delete(ctx context.Context, key string, expected int64) (storage.KeyValue, error) {

@@ -64,6 +64,11 @@ func (cur *Cursor) Read(buf []Event) (events []Event, rev int64, wake <-chan str
 		}
 	} else {
 		rev = buf[len(buf)-1].Rev
+		// The keys of one expiry share a revision (over etcd): the
+		// watcher has it only once it has them all.
+		if c.events.at(cur.pos).Rev == rev {
+			rev--
+		}
 	}
 	return buf, rev, c.fresh, nil
 }

@@ -227,6 +227,12 @@ func TestControllerRuntime(t *testing.T) {
 	if lock.Spec.HolderIdentity == nil || *lock.Spec.HolderIdentity == "" || lock.Spec.LeaseDurationSeconds == nil || *lock.Spec.LeaseDurationSeconds != 4 {
 		t.Errorf("leader election lease: %+v", lock.Spec)
 	}
+	// The election is reported as an Event about the Lease, as
+	// kube-apiserver shows it to kubectl describe.
+	waitFor(t, func() bool {
+		l, err := c.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Lease,involvedObject.name=holder-mirror,reason=LeaderElection"})
+		return err == nil && len(l.Items) == 1 && strings.HasSuffix(l.Items[0].Message, " became leader")
+	})
 
 	leases := c.CoordinationV1().Leases("cr")
 	eps := c.CoreV1().Endpoints("cr")

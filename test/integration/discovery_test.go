@@ -48,6 +48,13 @@ func TestDiscovery(t *testing.T) {
 		if fin, ok := byGV["v1"]["namespaces/finalize"]; !ok || !slices.Equal(fin.Verbs, []string{"update"}) {
 			t.Errorf("namespaces/finalize: %+v", fin)
 		}
+		// Events in both groups.
+		for _, gv := range []string{"v1", "events.k8s.io/v1"} {
+			ev := byGV[gv]["events"]
+			if ev.Kind != "Event" || !ev.Namespaced || ev.SingularName != "event" || !slices.Equal(ev.ShortNames, []string{"ev"}) || len(ev.Verbs) != 8 {
+				t.Errorf("%s events: %+v", gv, ev)
+			}
+		}
 	}
 
 	// client-go asks for aggregated discovery first.
@@ -59,7 +66,7 @@ func TestDiscovery(t *testing.T) {
 
 	// The legacy per-group-version documents say the same.
 	var legacy []*metav1.APIResourceList
-	for _, gv := range []string{"v1", "coordination.k8s.io/v1"} {
+	for _, gv := range []string{"v1", "coordination.k8s.io/v1", "events.k8s.io/v1"} {
 		l, err := dc.ServerResourcesForGroupVersion(gv)
 		if err != nil {
 			t.Fatal(err)
@@ -73,6 +80,15 @@ func TestDiscovery(t *testing.T) {
 	if l := legacy[0]; l.APIResources[0].StorageVersionHash != "fWeeMqaN/OA=" {
 		t.Errorf("endpoints storageVersionHash %q", l.APIResources[0].StorageVersionHash)
 	}
+	// Events, stored once, have kube-apiserver's hash of core v1 Event in
+	// both groups.
+	for _, l := range []*metav1.APIResourceList{legacy[0], legacy[2]} {
+		for _, r := range l.APIResources {
+			if r.Name == "events" && r.StorageVersionHash != "r2yiGXH7wu8=" {
+				t.Errorf("%s events storageVersionHash %q", l.GroupVersion, r.StorageVersionHash)
+			}
+		}
+	}
 	groups, err := dc.ServerGroups()
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +97,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name+"="+g.PreferredVersion.GroupVersion)
 	}
-	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1", "rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1"}
+	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1", "events.k8s.io=events.k8s.io/v1", "rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
 	}

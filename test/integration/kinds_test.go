@@ -78,6 +78,32 @@ func TestKinds(t *testing.T) {
 			},
 			InvalidField: "subsets[0].ports[0].port",
 		},
+		"events": {
+			Resource: storage(schema.GroupKind{Kind: "Event"}),
+			Content: func() map[string]any {
+				return map[string]any{
+					"eventTime": "2026-11-24T10:00:00.000000Z", "type": "Normal", "reason": "Tested", "action": "Test",
+					"reportingComponent": "leasehold.dev/kindtest", "reportingInstance": "kindtest-1",
+					"involvedObject": map[string]any{"kind": "Lease", "namespace": "elsewhere", "name": "subject"},
+				}
+			},
+			Change:       annotate,
+			Invalid:      func(obj map[string]any) { obj["reason"] = "" },
+			InvalidField: "reason",
+		},
+		"events.events.k8s.io": {
+			Resource: resources.Find(kinds, schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}).Resources()[1],
+			Content: func() map[string]any {
+				return map[string]any{
+					"eventTime": "2026-11-24T10:00:00.000000Z", "type": "Normal", "reason": "Tested", "action": "Test",
+					"reportingController": "leasehold.dev/kindtest", "reportingInstance": "kindtest-1",
+					"regarding": map[string]any{"kind": "Lease", "namespace": "elsewhere", "name": "subject"},
+				}
+			},
+			Change:       annotate,
+			Invalid:      func(obj map[string]any) { obj["reason"] = "" },
+			InvalidField: "reason",
+		},
 		"namespaces": {
 			Resource:     storage(schema.GroupKind{Kind: "Namespace"}),
 			Change:       annotate,

@@ -5,8 +5,11 @@
 package builtin
 
 import (
+	"time"
+
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/endpoints"
+	"github.com/leasehold/leasehold/internal/resources/event"
 	"github.com/leasehold/leasehold/internal/resources/lease"
 	"github.com/leasehold/leasehold/internal/resources/leasecandidate"
 	"github.com/leasehold/leasehold/internal/resources/namespace"
@@ -20,6 +23,9 @@ type Options struct {
 	// are served; without it the fields are dropped and LeaseCandidates
 	// not served, as kube-apiserver does while its feature gate is off.
 	CoordinatedLeaderElection bool
+	// EventTTL is how long an event lives after its last write
+	// (kube-apiserver's --event-ttl); 0 means forever, as there.
+	EventTTL time.Duration
 }
 
 // Kinds returns a fresh list of the served kinds.
@@ -28,6 +34,7 @@ func Kinds(opts Options) []*resources.Kind {
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
+		event.New(event.Options{TTL: opts.EventTTL}),
 		rbac.NewClusterRole(),
 		rbac.NewClusterRoleBinding(),
 		rbac.NewRole(),

@@ -335,7 +335,7 @@ func TestOpenRefuses(t *testing.T) {
 		}
 	})
 	t.Run("unknown format", func(t *testing.T) {
-		if s, err := embedded.Open(pebbleWith(t, "\x00leasehold/format", "2"), embedded.Options{}); err == nil {
+		if s, err := embedded.Open(pebbleWith(t, "\x00leasehold/format", "3"), embedded.Options{}); err == nil {
 			s.Close()
 			t.Fatal("Open of an unknown format version succeeded")
 		}

@@ -9,20 +9,24 @@ import (
 
 func TestRecordRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		create, mod int64
-		value       []byte
+		name string
+		rec  record
 	}{
-		{"small", 1, 1, []byte("v")},
-		{"empty value", 5, 9, nil},
-		{"large revisions", 1 << 40, 1<<40 + 3, []byte{0, 1, 2}},
-		{"varint boundary", 127, 128, []byte("x")},
+		{"small", record{createRev: 1, modRev: 1, value: []byte("v")}},
+		{"empty value", record{createRev: 5, modRev: 9}},
+		{"large revisions", record{createRev: 1 << 40, modRev: 1<<40 + 3, value: []byte{0, 1, 2}}},
+		{"varint boundary", record{createRev: 127, modRev: 128, value: []byte("x")}},
+		{"expiring", record{createRev: 3, modRev: 4, expires: 1795000000123, value: []byte("v")}},
+		{"expiring, value starting with 0", record{createRev: 1, modRev: 1, expires: 1, value: []byte{0, 0}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := appendRecord(nil, tc.create, tc.mod, tc.value)
-			c, m, v, err := decodeRecord(rec)
-			if err != nil || c != tc.create || m != tc.mod || !bytes.Equal(v, tc.value) {
-				t.Errorf("decode = %d, %d, %q, %v; want %d, %d, %q", c, m, v, err, tc.create, tc.mod, tc.value)
+			enc := appendRecord(nil, tc.rec)
+			if len(enc) != recordLen(tc.rec) {
+				t.Errorf("encoded %d bytes, recordLen says %d", len(enc), recordLen(tc.rec))
+			}
+			got, err := decodeRecord(enc)
+			if err != nil || got.createRev != tc.rec.createRev || got.modRev != tc.rec.modRev || got.expires != tc.rec.expires || !bytes.Equal(got.value, tc.rec.value) {
+				t.Errorf("decode = %+v, %v; want %+v", got, err, tc.rec)
 			}
 		})
 	}
@@ -31,16 +35,33 @@ func TestRecordRoundTrip(t *testing.T) {
 func TestDecodeRecordRejects(t *testing.T) {
 	for name, rec := range map[string][]byte{
 		"empty":              nil,
-		"zero create":        appendRecord(nil, 0, 1, nil),
-		"mod below create":   appendRecord(nil, 5, 4, nil),
+		"zero create":        appendRecord(nil, record{createRev: 0, modRev: 1}),
+		"mod below create":   appendRecord(nil, record{createRev: 5, modRev: 4}),
 		"truncated varint":   {0x80},
 		"missing mod":        {0x01},
-		"overlong create":    appendRecord(nil, math.MaxInt64, math.MaxInt64, nil),
+		"overlong create":    appendRecord(nil, record{createRev: math.MaxInt64, modRev: math.MaxInt64}),
 		"unterminated after": {0x01, 0xff},
+		"zero expiry":        {0x00, 0x00, 0x01, 0x01},
+		"expiry alone":       {0x00, 0x05},
+		"truncated expiry":   {0x00, 0x80},
 	} {
-		if _, _, _, err := decodeRecord(rec); !errors.Is(err, errCorrupt) {
+		if _, err := decodeRecord(rec); !errors.Is(err, errCorrupt) {
 			t.Errorf("%s: decode %x = %v, want errCorrupt", name, rec, err)
 		}
+	}
+}
+
+func TestExpiryKeyOrder(t *testing.T) {
+	a, b := expiryKey(255, "/registry/events/ns/z"), expiryKey(256, "/registry/events/ns/a")
+	if bytes.Compare(a, b) >= 0 {
+		t.Errorf("index keys out of time order: %q >= %q", a, b)
+	}
+	expires, key, err := parseExpiryKey(b)
+	if err != nil || expires != 256 || key != "/registry/events/ns/a" {
+		t.Errorf("parseExpiryKey = %d, %q, %v", expires, key, err)
+	}
+	if _, _, err := parseExpiryKey(expiryKey(1, "")); !errors.Is(err, errCorrupt) {
+		t.Errorf("an index key without a storage key: %v", err)
 	}
 }
 
@@ -59,22 +80,23 @@ func TestPrefixEnd(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(appendRecord(nil, 1, 1, []byte("v")))
-	f.Add(appendRecord(nil, 300, 70000, []byte(`{"kind":"Lease"}`)))
+	f.Add(appendRecord(nil, record{createRev: 1, modRev: 1, value: []byte("v")}))
+	f.Add(appendRecord(nil, record{createRev: 300, modRev: 70000, value: []byte(`{"kind":"Lease"}`)}))
+	f.Add(appendRecord(nil, record{createRev: 2, modRev: 3, expires: 1795000000000, value: []byte("k8s\x00")}))
 	f.Add([]byte{0x80, 0x80})
-	f.Fuzz(func(t *testing.T, rec []byte) {
-		c, m, v, err := decodeRecord(rec)
+	f.Fuzz(func(t *testing.T, enc []byte) {
+		rec, err := decodeRecord(enc)
 		if err != nil {
 			return
 		}
-		if c <= 0 || m < c {
-			t.Fatalf("decoded revisions %d, %d from %x", c, m, rec)
+		if rec.createRev <= 0 || rec.modRev < rec.createRev || rec.expires < 0 {
+			t.Fatalf("decoded %+v from %x", rec, enc)
 		}
 		// A record that decodes is canonical, or re-encodes to one that
 		// decodes to the same thing.
-		c2, m2, v2, err := decodeRecord(appendRecord(nil, c, m, v))
-		if err != nil || c2 != c || m2 != m || !bytes.Equal(v2, v) {
-			t.Fatalf("re-encoding %d, %d, %q does not round-trip: %v", c, m, v, err)
+		again, err := decodeRecord(appendRecord(nil, rec))
+		if err != nil || again.createRev != rec.createRev || again.modRev != rec.modRev || again.expires != rec.expires || !bytes.Equal(again.value, rec.value) {
+			t.Fatalf("re-encoding %+v does not round-trip: %+v, %v", rec, again, err)
 		}
 	})
 }

@@ -144,11 +144,6 @@ func walBytes(key string, record int) int64 { return int64(len(key)+record) + 16
 // dataSize is what a key and its record count in the live data.
 func dataSize(key string, record int) int64 { return int64(len(key) + record) }
 
-// recordSize is the length of kv's record on disk.
-func recordSize(kv storage.KeyValue) int {
-	return uvarintLen(kv.CreateRevision) + uvarintLen(kv.ModRevision) + len(kv.Value)
-}
-
 func uvarintLen(v int64) int {
 	n := 1
 	for u := uint64(v); u >= 0x80; u >>= 7 {

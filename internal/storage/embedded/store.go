@@ -80,6 +80,8 @@ type Options struct {
 	// FS replaces the operating system's file system. Tests inject disk
 	// faults with it (pebble's vfs/errorfs).
 	FS vfs.FS
+	// Now is the clock values expire by. Default time.Now.
+	Now func() time.Time
 	// OnCommit, when set, is told of every group commit that reached
 	// pebble, from the committer goroutine: it must return quickly.
 	OnCommit func(CommitStats)
@@ -119,6 +121,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	switch {
 	case o.QuotaBytes == 0:
@@ -187,6 +192,11 @@ type Store struct {
 	cancel context.CancelCauseFunc
 	// watchers counts running watcher goroutines; Close waits for them.
 	watchers sync.WaitGroup
+	// background counts the reaper goroutine (store_expire.go); Close
+	// waits for it.
+	background sync.WaitGroup
+	// expiry is what the committer tells the reaper.
+	expiry expiry
 
 	closeOnce sync.Once
 	closeErr  error
@@ -243,7 +253,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.hist = newHistory(opts.History, opts.HistoryBytes, rev)
 	s.committed.Store(rev)
 	s.applied.Store(rev)
+	s.expiry.init()
 	go s.runCommitter(rev)
+	s.background.Add(1)
+	go s.runReaper()
 	free, freeText := s.space.free(), "unknown"
 	if free >= 0 {
 		freeText = bytesString(free)
@@ -291,8 +304,20 @@ func (s *Store) initialize() (int64, error) {
 		return 0, nil
 	case err != nil:
 		return 0, err
+	case string(format) == formatVersionV1:
+		// Its records are version 2 records; marking it keeps older
+		// builds, which cannot read expiring records, off it.
+		b := s.db.NewBatch()
+		defer b.Close()
+		if err := b.Set(formatKey, []byte(formatVersion), nil); err != nil {
+			return 0, err
+		}
+		if err := s.commitBatch(b); err != nil {
+			return 0, err
+		}
+		s.log.Info("upgraded the on-disk format", "from", formatVersionV1, "to", formatVersion)
 	case string(format) != formatVersion:
-		return 0, fmt.Errorf("unsupported on-disk format %q (this build reads %q)", format, formatVersion)
+		return 0, fmt.Errorf("unsupported on-disk format %q (this build reads %q and %q)", format, formatVersionV1, formatVersion)
 	}
 	raw, err := s.getRaw(revisionKey)
 	if err != nil {
@@ -378,6 +403,7 @@ func (s *Store) Close() error {
 		<-s.committerDone
 		s.cancel(errClosed)
 		s.watchers.Wait()
+		s.background.Wait()
 		s.closeErr = s.closeDB()
 		s.log.Info("closed", "revision", s.committed.Load())
 	})

@@ -3,6 +3,7 @@ package embedded
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -35,12 +36,17 @@ type committer struct {
 	events  []storage.Event
 	overlay map[string]current // keys written earlier in the batch
 	record  []byte
+	// expires is the earliest expiry the batch writes (math.MaxInt64:
+	// none), told to the reaper once the batch is committed.
+	expires int64
 }
 
 // current is a key's state as the committer sees it.
 type current struct {
 	kv     storage.KeyValue
 	exists bool
+	// expires is the value's expiry (Unix milliseconds; 0: never).
+	expires int64
 }
 
 // size is what the key counts in the live data (0 when it does not exist).
@@ -48,12 +54,12 @@ func (cur current) size(key string) int64 {
 	if !cur.exists {
 		return 0
 	}
-	return dataSize(key, recordSize(cur.kv))
+	return dataSize(key, recordLen(record{createRev: cur.kv.CreateRevision, modRev: cur.kv.ModRevision, expires: cur.expires, value: cur.kv.Value}))
 }
 
 func (s *Store) runCommitter(rev int64) {
 	defer close(s.committerDone)
-	c := &committer{s: s, rev: rev, overlay: make(map[string]current)}
+	c := &committer{s: s, rev: rev, overlay: make(map[string]current), expires: math.MaxInt64}
 	for {
 		select {
 		case r := <-s.queue:
@@ -145,6 +151,10 @@ func (c *committer) commit() {
 		return
 	}
 	c.rev = rev
+	if c.expires != math.MaxInt64 {
+		s.expiry.written(c.expires)
+		c.expires = math.MaxInt64
+	}
 	s.space.committed(&c.space)
 	// committed must move before the history wakes its waiters: they
 	// re-check it once woken.
@@ -175,7 +185,7 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		if cur.exists {
 			kv.CreateRevision = cur.kv.CreateRevision
 		}
-		c.record = appendRecord(c.record[:0], kv.CreateRevision, kv.ModRevision, kv.Value)
+		c.record = appendRecord(c.record[:0], record{createRev: kv.CreateRevision, modRev: kv.ModRevision, expires: r.expires, value: kv.Value})
 		if err := c.s.space.checkPut(&c.space, r.key, len(c.record), cur.size(r.key)); err != nil {
 			return rev, err
 		}
@@ -183,14 +193,20 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		if err := b.Set([]byte(r.key), c.record, nil); err != nil {
 			return rev - 1, fmt.Errorf("%w: %w", errBatch, err)
 		}
-		c.overlay[r.key] = current{kv: kv, exists: true}
+		if err := c.reindex(b, r.key, cur.expires, r.expires); err != nil {
+			return rev - 1, err
+		}
+		c.overlay[r.key] = current{kv: kv, exists: true, expires: r.expires}
 		c.events = append(c.events, storage.Event{Type: storage.EventPut, KV: kv, Revision: rev})
 		r.result = kv
-	case opDelete:
-		if !cur.exists {
+	case opDelete, opExpire:
+		switch {
+		case r.op == opExpire && (!cur.exists || cur.expires != r.expires):
+			// Rewritten or deleted since the reaper read the index.
+			return rev, errExpiryGone
+		case !cur.exists:
 			return rev, errNotFound(r.key)
-		}
-		if cur.kv.ModRevision != r.expected {
+		case r.op == opDelete && cur.kv.ModRevision != r.expected:
 			return rev, conflict(r, cur)
 		}
 		if err := c.s.space.checkDelete(&c.space, r.key, cur.size(r.key)); err != nil {
@@ -200,6 +216,9 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		if err := b.Delete([]byte(r.key), nil); err != nil {
 			return rev - 1, fmt.Errorf("%w: %w", errBatch, err)
 		}
+		if err := c.reindex(b, r.key, cur.expires, 0); err != nil {
+			return rev - 1, err
+		}
 		kv := cur.kv
 		kv.ModRevision = rev
 		c.overlay[r.key] = current{}
@@ -207,6 +226,26 @@ func (c *committer) apply(b *pebble.Batch, r *writeReq, rev int64) (int64, error
 		r.result = kv
 	}
 	return rev, nil
+}
+
+// reindex moves key's entry in the expiry index from the expiry it had
+// (old) to the one it gets (now); 0 is none.
+func (c *committer) reindex(b *pebble.Batch, key string, old, now int64) error {
+	if old == now {
+		return nil
+	}
+	if old > 0 {
+		if err := b.Delete(expiryKey(old, key), nil); err != nil {
+			return fmt.Errorf("%w: %w", errBatch, err)
+		}
+	}
+	if now > 0 {
+		if err := b.Set(expiryKey(now, key), nil, nil); err != nil {
+			return fmt.Errorf("%w: %w", errBatch, err)
+		}
+		c.expires = min(c.expires, now)
+	}
+	return nil
 }
 
 // current returns key's state including the batch's earlier writes.
@@ -222,11 +261,11 @@ func (c *committer) current(key string) (current, error) {
 		return current{}, err
 	}
 	defer closer.Close()
-	kv, err := decodeKV(key, raw)
+	rec, err := decodeRecord(raw)
 	if err != nil {
-		return current{}, err
+		return current{}, fmt.Errorf("key %q: %w", key, err)
 	}
-	return current{kv: kv, exists: true}, nil
+	return current{kv: keyValue(key, rec), exists: true, expires: rec.expires}, nil
 }
 
 // failAll answers every request of the batch with err. The store is
@@ -249,11 +288,16 @@ func conflict(r *writeReq, cur current) error {
 
 // decodeKV builds a KeyValue from a data record, copying the value.
 func decodeKV(key string, raw []byte) (storage.KeyValue, error) {
-	createRev, modRev, value, err := decodeRecord(raw)
+	rec, err := decodeRecord(raw)
 	if err != nil {
 		return storage.KeyValue{}, fmt.Errorf("key %q: %w", key, err)
 	}
-	v := make([]byte, len(value))
-	copy(v, value)
-	return storage.KeyValue{Key: key, Value: v, CreateRevision: createRev, ModRevision: modRev}, nil
+	return keyValue(key, rec), nil
+}
+
+// keyValue builds a KeyValue from a decoded record, copying the value.
+func keyValue(key string, rec record) storage.KeyValue {
+	v := make([]byte, len(rec.value))
+	copy(v, rec.value)
+	return storage.KeyValue{Key: key, Value: v, CreateRevision: rec.createRev, ModRevision: rec.modRev}
 }

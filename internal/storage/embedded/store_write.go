@@ -14,6 +14,9 @@ type opKind uint8
 const (
 	opPut opKind = iota
 	opDelete
+	// opExpire deletes a key whose expiry has come, if it still has that
+	// expiry; the expiry index's reaper sends them.
+	opExpire
 )
 
 // writeReq is one write travelling to the committer and back.
@@ -28,6 +31,9 @@ type writeReq struct {
 	key      string
 	value    []byte // a private copy; becomes the stored and watched value
 	expected int64
+	// expires is when a put's value expires, or, for opExpire, the
+	// expiry the key must still have (Unix milliseconds; 0: never).
+	expires int64
 
 	// Set by the committer before it signals done.
 	result storage.KeyValue
@@ -50,7 +56,10 @@ func newWriteReq() any { return &writeReq{done: make(chan struct{}, 1)} }
 // the outcome is unknown, as with etcd: the committer skips a request whose
 // ctx has ended when it takes it from the queue, but may already have
 // taken it.
-func (s *Store) Put(ctx context.Context, key string, value []byte, expected int64) (storage.KeyValue, error) {
+//
+// A value written WithTTL expires at the store's clock's time of the Put
+// plus the TTL, to the millisecond; see store_expire.go.
+func (s *Store) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
 	if err := validKey(key); err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -60,7 +69,11 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected int6
 	if len(value) > s.opts.MaxValueSize {
 		return storage.KeyValue{}, fmt.Errorf("%w: %q: %d bytes, limit %d", storage.ErrTooLarge, key, len(value), s.opts.MaxValueSize)
 	}
-	return s.write(ctx, opPut, key, append(make([]byte, 0, len(value)), value...), expected)
+	var expires int64
+	if o := storage.NewPutOptions(opts); o.TTL > 0 {
+		expires = s.opts.Now().Add(o.TTL).UnixMilli()
+	}
+	return s.write(ctx, writeArgs{op: opPut, key: key, value: append(make([]byte, 0, len(value)), value...), expected: expected, expires: expires})
 }
 
 // Delete removes key if its ModRevision is expected, which must be
@@ -74,7 +87,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (storage
 	if expected <= 0 {
 		return storage.KeyValue{}, fmt.Errorf("embedded: delete %q: expected revision must be positive, got %d", key, expected)
 	}
-	return s.write(ctx, opDelete, key, nil, expected)
+	return s.write(ctx, writeArgs{op: opDelete, key: key, expected: expected})
 }
 
 // validKey rejects keys outside the storage key space, which would collide
@@ -86,10 +99,20 @@ func validKey(key string) error {
 	return nil
 }
 
+// writeArgs are the fields of a write request that its writer sets.
+type writeArgs struct {
+	op       opKind
+	key      string
+	value    []byte
+	expected int64
+	expires  int64
+}
+
 // write hands a request to the committer and waits for its answer.
-func (s *Store) write(ctx context.Context, op opKind, key string, value []byte, expected int64) (storage.KeyValue, error) {
+func (s *Store) write(ctx context.Context, w writeArgs) (storage.KeyValue, error) {
 	r := s.reqs.Get().(*writeReq)
-	r.ctx, r.op, r.key, r.value, r.expected = ctx, op, key, value, expected
+	r.ctx, r.op, r.key, r.value, r.expected, r.expires = ctx, w.op, w.key, w.value, w.expected, w.expires
+	op, key := w.op, w.key
 
 	if err := s.enqueue(ctx, r); err != nil {
 		r.reset()
@@ -135,8 +158,11 @@ func (r *writeReq) reset() {
 }
 
 func (op opKind) String() string {
-	if op == opDelete {
+	switch op {
+	case opDelete:
 		return "delete"
+	case opExpire:
+		return "expire"
 	}
 	return "put"
 }

@@ -23,6 +23,15 @@
 // the previous value. Exactly what kube-apiserver's OptimisticPut and
 // OptimisticDelete do (etcd client/v3/kubernetes).
 //
+// A Put WithTTL attaches the key to an etcd lease, as kube-apiserver does
+// for Events, so etcd deletes the key when the lease expires and tools
+// reading etcd see the lease. Leases are shared as kube-apiserver's lease
+// manager shares them (lease.go): a write reuses the last lease granted
+// while it expires no more than 5% of the TTL (at most a minute) after
+// the write's own expiry and holds fewer than 1,000 keys; otherwise a new
+// one is granted for the TTL plus that margin. A lease's keys are deleted
+// in one etcd transaction, so their watch events share a revision.
+//
 // A write acknowledged without error has been committed by a quorum. A write
 // that fails with storage.ErrUnavailable may or may not have been applied:
 // the request can be lost after etcd received it (a member killed, a

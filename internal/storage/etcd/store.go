@@ -175,6 +175,7 @@ type Store struct {
 
 	progress progress
 	space    noSpace
+	leases   leases
 }
 
 var (
@@ -212,6 +213,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("etcd: client for %v: %w", opts.Endpoints, err)
 	}
 	s := &Store{client: client, opts: opts, log: log}
+	s.leases = leases{client: client, now: time.Now}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.progress.init()
 

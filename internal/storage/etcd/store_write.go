@@ -15,7 +15,12 @@ import (
 // key must not exist), in one transaction that, when the comparison fails,
 // reads the current value instead. See storage.Interface and the package
 // documentation.
-func (s *Store) Put(ctx context.Context, key string, value []byte, expected int64) (storage.KeyValue, error) {
+//
+// A value written WithTTL is attached to an etcd lease, shared with other
+// keys written about then (see lease.go), as kube-apiserver attaches
+// Events: etcd deletes the key when the lease expires, and tools reading
+// etcd see the lease.
+func (s *Store) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
 	op := fmt.Sprintf("put %q", key)
 	if expected < 0 {
 		return storage.KeyValue{}, fmt.Errorf("etcd: %s: negative expected revision %d", op, expected)
@@ -29,8 +34,16 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected int6
 		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w: %d bytes, at most %d", op, storage.ErrTooLarge, len(value), s.opts.MaxValueSize)
 	}
 
+	var putOpts []clientv3.OpOption
+	if o := storage.NewPutOptions(opts); o.TTL > 0 {
+		id, err := s.leases.get(ctx, o.TTL)
+		if err != nil {
+			return storage.KeyValue{}, s.mapErr(ctx, op+": granting a lease", err)
+		}
+		putOpts = append(putOpts, clientv3.WithLease(id))
+	}
 	// string(value) copies the caller's buffer before the request is built.
-	then := []clientv3.Op{clientv3.OpPut(key, string(value))}
+	then := []clientv3.Op{clientv3.OpPut(key, string(value), putOpts...)}
 	cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	if expected != 0 {
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", expected)

@@ -17,9 +17,9 @@ import (
 // either for a zero-length value.
 var equateValues = cmpopts.EquateEmpty()
 
-func mustPut(t *testing.T, s storage.Interface, key, value string, expected int64) storage.KeyValue {
+func mustPut(t *testing.T, s storage.Interface, key, value string, expected int64, opts ...storage.PutOption) storage.KeyValue {
 	t.Helper()
-	kv, err := s.Put(t.Context(), key, []byte(value), expected)
+	kv, err := s.Put(t.Context(), key, []byte(value), expected, opts...)
 	if err != nil {
 		t.Fatalf("Put(%q, expected=%d): %v", key, expected, err)
 	}
@@ -100,9 +100,10 @@ func diffKV(t *testing.T, what string, got, want storage.KeyValue) {
 
 // eventReader reads a Watch and checks, on every event, what the contract
 // promises of all of them:
-//   - put and delete events have strictly increasing revisions, all above
-//     the watch's start and above every progress note already seen (a
+//   - put and delete events have increasing revisions, all above the
+//     watch's start and above every progress note already seen (a
 //     progress note says every event up to its revision was delivered);
+//     only deletes of one expiry may share a revision;
 //   - Revision equals KV.ModRevision, and keys carry the watched prefix;
 //   - progress notes never go below the last event or a previous note.
 //
@@ -116,6 +117,7 @@ type eventReader struct {
 	contiguous bool
 
 	last     int64 // revision of the last put or delete, or the watch start
+	lastType storage.EventType
 	progress int64 // highest progress revision seen
 }
 
@@ -151,7 +153,8 @@ func (r *eventReader) check(ev storage.Event) {
 		}
 		r.progress = max(r.progress, ev.Revision)
 	case storage.EventPut, storage.EventDelete:
-		if ev.Revision <= r.last || ev.Revision <= r.progress {
+		sharedExpiry := ev.Type == storage.EventDelete && r.lastType == storage.EventDelete && ev.Revision == r.last && !r.contiguous
+		if (ev.Revision <= r.last && !sharedExpiry) || ev.Revision <= r.progress {
 			r.t.Errorf("event %v %q at revision %d is not after last event %d and last progress %d", ev.Type, ev.KV.Key, ev.Revision, r.last, r.progress)
 		}
 		if r.contiguous && ev.Revision != r.last+1 {
@@ -169,7 +172,7 @@ func (r *eventReader) check(ev storage.Event) {
 		if ev.Type == storage.EventPut && (ev.KV.CreateRevision <= 0 || ev.KV.CreateRevision > ev.KV.ModRevision) {
 			r.t.Errorf("event %q: CreateRevision %d not in (0, ModRevision %d]", ev.KV.Key, ev.KV.CreateRevision, ev.KV.ModRevision)
 		}
-		r.last = ev.Revision
+		r.last, r.lastType = ev.Revision, ev.Type
 	default:
 		r.t.Errorf("event of unknown type %v", ev.Type)
 	}

@@ -84,6 +84,9 @@ func RunTests(t *testing.T, newStore func(t *testing.T) storage.Interface, opts 
 		{"Watch/ProgressAfterOtherPrefixes", s.testWatchProgress},
 		{"Watch/CancelClosesChannel", s.testWatchCancel},
 		{"Watch/Compacted", s.testWatchCompacted},
+		{"TTL/Expires", s.testTTLExpires},
+		{"TTL/Rewrite", s.testTTLRewrite},
+		{"TTL/DeletedFirst", s.testTTLDeletedFirst},
 		{"Concurrency/CASCounters", s.testConcurrentCounters},
 		{"Close/ThenUnavailable", s.testClose},
 	} {
