@@ -230,7 +230,7 @@ func TestControllerRuntime(t *testing.T) {
 	// The election is reported as an Event about the Lease, as
 	// kube-apiserver shows it to kubectl describe.
 	waitFor(t, func() bool {
-		l, err := c.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Lease,involvedObject.name=holder-mirror,reason=LeaderElection"})
+		l, err := c.CoreV1().Events("operators").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Lease,involvedObject.name=holder-mirror,reason=LeaderElection"})
 		return err == nil && len(l.Items) == 1 && strings.HasSuffix(l.Items[0].Message, " became leader")
 	})
 
