@@ -33,7 +33,10 @@
 // microseconds when none is due, with 1,000 or 50,000 pending:
 // BenchmarkReapRoundIdle). Expiries are on
 // disk with the values: a key due while the store was closed is deleted
-// at the first round after Open.
+// at the first round after Open. Once at least 10,000 keys have expired
+// and a round finds none due (a burst, an event storm, has passed), the
+// reaper compacts the store, so that the tombstones and the data they
+// cover leave the disk then, not whenever later writes get to them.
 //
 // # Writes
 //

@@ -47,7 +47,7 @@ func BenchmarkReapRoundIdle(b *testing.B) {
 				mu.Lock()
 				now = now.Add(time.Second)
 				mu.Unlock()
-				watermark = s.reapRound(watermark)
+				watermark, _ = s.reapRound(watermark)
 			}
 		})
 	}

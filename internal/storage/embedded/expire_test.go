@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,4 +151,76 @@ func TestOpenUpgradesFormat1(t *testing.T) {
 	if closer != nil {
 		closer.Close()
 	}
+}
+
+// After a burst of expiries the store compacts itself: what the expired
+// keys took on disk goes, and not only once later writes get to it.
+func TestExpiredBurstIsCompacted(t *testing.T) {
+	c := newClock()
+	dir := t.TempDir()
+	s := open(t, dir, embedded.Options{Now: c.now})
+	const keys, writers = 12000, 32 // more than compactAfterExpiries, and than a memtable holds
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := w; i < keys; i += writers {
+				value := make([]byte, 1024) // random: pebble compresses tables
+				for j := range value {
+					value[j] = byte(r.Uint32())
+				}
+				if _, err := s.Put(t.Context(), fmt.Sprintf("/registry/events/ns/e-%05d", i), value, 0, storage.WithTTL(time.Minute)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := tableBytes(t, dir); got < 4<<20 {
+		t.Fatalf("%d bytes of tables after writing %d KiB: the test needs them on disk", got, keys)
+	}
+	c.advance(time.Minute)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := tableBytes(t, dir)
+		if got < 256<<10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of tables 30 s after every key expired", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l, err := s.List(t.Context(), "/registry/events/"); err != nil || len(l.KVs) != 0 {
+		t.Fatalf("%d keys left, %v", len(l.KVs), err)
+	}
+}
+
+// tableBytes is the size of pebble's tables in dir.
+func tableBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(path, ".sst") {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

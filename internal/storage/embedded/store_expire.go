@@ -34,6 +34,12 @@ const (
 	// expiryBatch bounds the keys one round reads from the index at once;
 	// a round reads again until nothing is due.
 	expiryBatch = 1024
+	// compactAfterExpiries is how many expired keys make the reaper
+	// compact the store once they stop expiring: what a burst of
+	// expiring writes (an event storm) leaves behind is tombstones over
+	// the deleted data, which pebble would otherwise keep on disk until
+	// later writes happen to compact them away.
+	compactAfterExpiries = 10000
 )
 
 // errExpiryGone answers an opExpire for a key rewritten or deleted since
@@ -72,6 +78,7 @@ type due struct {
 func (s *Store) runReaper() {
 	defer s.background.Done()
 	var watermark int64 // every entry before it has been handled
+	expired := 0        // keys expired since the last compaction
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -80,31 +87,61 @@ func (s *Store) runReaper() {
 			return
 		case <-timer.C:
 		}
-		watermark = s.reapRound(min(watermark, s.expiry.take()))
+		var n int
+		watermark, n = s.reapRound(min(watermark, s.expiry.take()))
+		expired += n
+		if n == 0 && expired >= compactAfterExpiries {
+			s.compactExpired()
+			expired = 0
+		}
 		timer.Reset(expiryInterval)
 	}
 }
 
+// compactExpired compacts the whole store, dropping the tombstones of the
+// keys expired in a burst, unless the store is out of space (a compaction
+// needs room for its output) or failing.
+func (s *Store) compactExpired() {
+	if s.Err() != nil || isNoSpace(s.NoSpace(s.ctx)) {
+		return
+	}
+	if err := s.rlock(s.ctx); err != nil {
+		return
+	}
+	defer s.mu.RUnlock()
+	start := time.Now()
+	// Every key: bookkeeping keys begin with 0x00, storage keys with '/'.
+	if err := s.db.Compact(s.ctx, []byte{0}, []byte{'/' + 1}, false); err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("compacting after keys expired", "err", err)
+		}
+		return
+	}
+	s.log.Debug("compacted after keys expired", "took", time.Since(start))
+}
+
 // reapRound expires every key due from watermark to now and returns the
-// next watermark.
-func (s *Store) reapRound(watermark int64) int64 {
+// next watermark and how many index entries it handled.
+func (s *Store) reapRound(watermark int64) (int64, int) {
 	now := s.opts.Now().UnixMilli()
 	if watermark > now {
-		return watermark // the clock went back
+		return watermark, 0 // the clock went back
 	}
 	failed := int64(math.MaxInt64)
 	from := expiryKey(watermark, "")
+	handled := 0
 	for {
 		batch, err := s.dueExpiries(from, now)
 		if err != nil {
 			if s.Err() == nil {
 				s.log.Error("reading the expiry index", "err", err)
 			}
-			return min(watermark, failed)
+			return min(watermark, failed), handled
 		}
 		failed = min(failed, s.expire(batch))
+		handled += len(batch)
 		if len(batch) < expiryBatch {
-			return min(now+1, failed)
+			return min(now+1, failed), handled
 		}
 		// More may be due: read on after the last entry.
 		last := batch[len(batch)-1]
