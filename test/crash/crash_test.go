@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,21 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// binary builds leasehold once per test binary.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "leasehold-crash")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "leasehold")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/leasehold/leasehold/cmd/leasehold").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
+	"github.com/leasehold/leasehold/internal/testbin"
+)
 
 type process struct {
 	cmd    *exec.Cmd
@@ -49,7 +36,7 @@ type process struct {
 // start runs leasehold on dataDir and addr and waits until it answers.
 func start(t *testing.T, dataDir, addr string) *process {
 	t.Helper()
-	bin, err := binary()
+	bin, err := testbin.Build(testbin.Leasehold)
 	if err != nil {
 		t.Fatal(err)
 	}

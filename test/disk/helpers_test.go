@@ -6,11 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,21 +28,9 @@ import (
 
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testserver"
-)
 
-// binary builds leasehold once per test binary.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "leasehold-disk")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "leasehold")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/leasehold/leasehold/cmd/leasehold").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
+	"github.com/leasehold/leasehold/internal/testbin"
+)
 
 // process is a real leasehold process.
 type process struct {
@@ -58,7 +44,7 @@ type process struct {
 // and waits until it serves.
 func startProcess(t *testing.T, dataDir, addr string, flags ...string) *process {
 	t.Helper()
-	bin, err := binary()
+	bin, err := testbin.Build(testbin.Leasehold)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,22 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/etcdtest"
-)
 
-// binary builds cmd/leasehold once per test binary, as test/crash does.
-// (Package state, on purpose: building once per test binary is the point.)
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "leasehold-multi")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "leasehold")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/leasehold/leasehold/cmd/leasehold").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
+	"github.com/leasehold/leasehold/internal/testbin"
+)
 
 // process is a replica running as a real leasehold process, started as an
 // operator would: leasehold serve --storage etcd.
@@ -67,7 +53,7 @@ func (p *process) DataDir() string { return p.dir }
 // Restart starts the process and waits until /readyz answers ok.
 func (p *process) Restart(t testing.TB) {
 	t.Helper()
-	bin, err := binary()
+	bin, err := testbin.Build(testbin.Leasehold)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testbin"
 )
 
 // Fast are election flags for tests: 4 s leases renewed every 100 ms, with
@@ -32,53 +34,25 @@ const LeaseDuration = 4 * time.Second
 type Binaries struct {
 	// Leasehold is cmd/leasehold; Child is test/lockchild.
 	Leasehold, Child string
-	dir              string
-}
-
-// The binaries are built once per test binary, and removed by Cleanup.
-// (Package state, on purpose: building once per test binary is the
-// point.)
-var (
-	buildOnce sync.Once
-	built     Binaries
-	buildErr  error
-)
-
-func build() (Binaries, error) {
-	dir, err := os.MkdirTemp("", "leasehold-locktest")
-	if err != nil {
-		return Binaries{}, err
-	}
-	b := Binaries{Leasehold: filepath.Join(dir, "leasehold"), Child: filepath.Join(dir, "lockchild"), dir: dir}
-	for pkg, out := range map[string]string{
-		"github.com/leasehold/leasehold/cmd/leasehold":  b.Leasehold,
-		"github.com/leasehold/leasehold/test/lockchild": b.Child,
-	} {
-		if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			return b, fmt.Errorf("go build %s: %v: %s", pkg, err, msg)
-		}
-	}
-	return b, nil
 }
 
 // Build returns the binaries, building them on first use.
 func Build(t testing.TB) Binaries {
 	t.Helper()
-	buildOnce.Do(func() { built, buildErr = build() })
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	var b Binaries
+	var err error
+	if b.Leasehold, err = testbin.Build(testbin.Leasehold); err == nil {
+		b.Child, err = testbin.Build("github.com/leasehold/leasehold/test/lockchild")
 	}
-	return built
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // Cleanup removes the binaries, if they were built. TestMain calls it
 // after the tests ran.
-func Cleanup() {
-	buildOnce.Do(func() {})
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-}
+func Cleanup() { testbin.Cleanup() }
 
 // Proc is a running leasehold process.
 type Proc struct {
