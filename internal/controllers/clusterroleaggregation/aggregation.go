@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -76,21 +76,29 @@ type controller struct {
 
 // run aggregates every aggregated role, then waits for a ClusterRole to
 // change, and again. A role that fails to update is retried with the next
-// change or, when the watch ends, the next round.
+// change, or after retry.
 func (c *controller) run(ctx context.Context) error {
 	for {
 		rev, err := c.syncAll(ctx)
 		if err != nil && rev == 0 {
 			return err
 		}
-		if err != nil && ctx.Err() == nil {
-			c.log.Warn("aggregating cluster roles", "err", err)
+		var wait time.Duration
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("aggregating cluster roles", "err", err)
+			}
+			wait = retry
 		}
-		if err := c.waitForChange(ctx, rev); err != nil {
+		if err := controllers.WaitForChange(ctx, c.reg, c.roles, rev, wait); err != nil {
 			return err
 		}
 	}
 }
+
+// retry is how long the controller waits before trying again a role it
+// could not update, when nothing else changes meanwhile.
+const retry = time.Second
 
 // syncAll lists the ClusterRoles and syncs each, in passes until one
 // changes nothing: a role may aggregate another aggregated role (admin
@@ -158,28 +166,4 @@ func (c *controller) sync(ctx context.Context, r *rbacv1.ClusterRole, roles []*r
 	updated := r.DeepCopy()
 	updated.Rules = rules
 	return updated, nil
-}
-
-// waitForChange returns once a ClusterRole changes after rev.
-func (c *controller) waitForChange(ctx context.Context, rev int64) error {
-	w, err := c.reg.Watch(ctx, c.roles, "", "", &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(rev, 10)})
-	if err != nil {
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			return nil
-		}
-		return err
-	}
-	defer w.Stop()
-	for {
-		events, err := w.Next(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			// The watch's end, or a watch that fell behind: look again.
-			return nil
-		case len(events) > 0:
-			return nil
-		}
-	}
 }

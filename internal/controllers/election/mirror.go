@@ -119,7 +119,7 @@ func (m *mirror) list(ctx context.Context) (int64, error) {
 func (m *mirror) follow(ctx context.Context, rev int64) error {
 	for {
 		w, err := m.reg.Watch(ctx, m.res, "", "", &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(rev, 10)})
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		if apierrors.IsResourceExpired(err) {
 			return nil
 		}
 		if err != nil {

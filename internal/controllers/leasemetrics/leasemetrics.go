@@ -190,7 +190,7 @@ func (o *Observer) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		case apierrors.IsResourceExpired(err):
 			o.log.Info("lease watch too old; listing again", "revision", rev)
 			rev = 0
 		case err != nil:

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,39 +105,12 @@ func (c *controller) run(ctx context.Context) error {
 			}
 			pending = pending || !done || err != nil
 		}
-		if err := c.waitForChange(ctx, list.ResourceVersion, pending); err != nil {
+		wait := time.Duration(0)
+		if pending {
+			wait = recheck
+		}
+		if err := controllers.WaitForChange(ctx, c.reg, c.namespaces, list.ResourceVersion, wait); err != nil {
 			return err
-		}
-	}
-}
-
-// waitForChange returns once a namespace changes after rev, or after
-// recheck when pending.
-func (c *controller) waitForChange(ctx context.Context, rev int64, pending bool) error {
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if pending {
-		wctx, cancel = context.WithTimeout(ctx, recheck)
-	}
-	defer cancel()
-	w, err := c.reg.Watch(wctx, c.namespaces, "", "", &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(rev, 10)})
-	if err != nil {
-		if apierrors.IsResourceExpired(err) || wctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
-	defer w.Stop()
-	for {
-		events, err := w.Next(wctx)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			// The recheck timeout, the watch's end, or a watch that fell
-			// behind: look again.
-			return nil
-		case len(events) > 0:
-			return nil
 		}
 	}
 }
