@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -446,13 +449,86 @@ func TestSlowClients(t *testing.T) {
 	}
 	// The read slot is freed once the write deadline passes (10 s and the
 	// 5 s grace).
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r := doAs(t, alice, s.URL(), "GET", "/api/v1/namespaces/default/endpoints?limit=1", nil, nil)
-		if r.code == http.StatusOK {
-			break
+	waitSlot := func() {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			r := doAs(t, alice, s.URL(), "GET", "/api/v1/namespaces/default/endpoints?limit=1", nil, nil)
+			if r.code == http.StatusOK {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the read slot is still held after 90s: %d", r.code)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the read slot is still held after 90s: %d", r.code)
+	}
+	waitSlot()
+
+	// The same over HTTP/2, from a client that never opens its flow
+	// control window: past the deadline and the grace the stream is
+	// reset, which frees the slot.
+	h2, err := tlsDial(t, s.Server, func(c *tls.Config) { c.NextProtos = []string{"h2"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	if _, err := io.WriteString(h2, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(h2, h2)
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{
+		{":method", "GET"}, {":scheme", "https"}, {":authority", "127.0.0.1"},
+		{":path", "/api/v1/namespaces/default/endpoints?timeout=10s"},
+		{"authorization", "Bearer " + alice.BearerToken},
+	} {
+		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if err := errors.Join(fr.WriteSettings(), fr.WriteHeaders(http2.HeadersFrameParam{
+		StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true,
+	})); err != nil {
+		t.Fatal(err)
+	}
+	// The frames of the answer: from here on only this goroutine writes.
+	ended := make(chan string, 1)
+	go func() {
+		data := 0
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				ended <- "connection ended: " + err.Error()
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = fr.WriteSettingsAck()
+				}
+			case *http2.DataFrame:
+				data += len(f.Data())
+				if f.StreamEnded() && data > 64<<10 {
+					ended <- fmt.Sprintf("answer complete (%d bytes) though the client never read", data)
+					return
+				}
+				if f.StreamEnded() {
+					ended <- "" // a 504 of a server too slow to list in time
+					return
+				}
+			case *http2.RSTStreamFrame:
+				ended <- ""
+				return
+			}
+		}
+	}()
+	waitSlot()
+	select {
+	case msg := <-ended:
+		if msg != "" {
+			t.Error(msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the slot came free, but the stuck HTTP/2 stream was neither reset nor ended")
 	}
 }
