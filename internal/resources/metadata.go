@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -53,7 +54,43 @@ type MetaUpdate struct {
 
 // CheckMetaUpdate runs the metadata update checks of obj against old.
 func CheckMetaUpdate(obj, old metav1.Object) MetaUpdate {
-	return MetaUpdate{errs: apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)}
+	if !immutablesKept(obj, old) {
+		return MetaUpdate{errs: apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, metadataPath)}
+	}
+	// What apimachinery's checks come to when the immutable fields are
+	// unchanged (the update of almost every write, a renewal's): the same
+	// functions in the same order, without its reflective comparisons
+	// (2% of a renewal). TestCheckMetaUpdate holds the two equal.
+	var errs field.ErrorList
+	errs = append(errs, metav1validation.ValidateLabels(obj.GetLabels(), labelsPath)...)
+	errs = append(errs, apivalidation.ValidateAnnotations(obj.GetAnnotations(), annotationsPath)...)
+	errs = append(errs, apivalidation.ValidateOwnerReferences(obj.GetOwnerReferences(), ownerReferencesPath)...)
+	errs = append(errs, metav1validation.ValidateManagedFields(obj.GetManagedFields(), managedFieldsPath, metav1validation.CoveredByDeclarative)...)
+	return MetaUpdate{errs: errs}
+}
+
+var (
+	labelsPath          = metadataPath.Child("labels")
+	annotationsPath     = metadataPath.Child("annotations")
+	ownerReferencesPath = metadataPath.Child("ownerReferences")
+	managedFieldsPath   = metadataPath.Child("managedFields")
+)
+
+// immutablesKept says whether apimachinery's update checks other than
+// labels, annotations, ownerReferences and managedFields would all pass:
+// resourceVersion set, generation neither negative nor decremented, no
+// deletion begun, name, namespace, uid, creationTimestamp and
+// deletionGracePeriodSeconds as before (times compared as
+// equality.Semantic does).
+func immutablesKept(obj, old metav1.Object) bool {
+	if obj.GetResourceVersion() == "" || obj.GetGeneration() < 0 || obj.GetGeneration() < old.GetGeneration() ||
+		obj.GetDeletionTimestamp() != nil || old.GetDeletionTimestamp() != nil ||
+		obj.GetName() != old.GetName() || obj.GetNamespace() != old.GetNamespace() || obj.GetUID() != old.GetUID() ||
+		obj.GetCreationTimestamp().UTC() != old.GetCreationTimestamp().UTC() {
+		return false
+	}
+	a, b := obj.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds()
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // Errors is apimachinery's result, as kinds outside the core group report

@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/resources"
@@ -360,5 +362,81 @@ func TestColumns(t *testing.T) {
 	}
 	if age.Name != "Age" || age.Type != "string" || age.Format != "" || !strings.HasPrefix(age.Description, "CreationTimestamp is a timestamp") {
 		t.Errorf("AgeColumn = %+v", age)
+	}
+}
+
+// TestCheckMetaUpdate holds CheckMetaUpdate's shortcut (when no immutable
+// field changed) to apimachinery's ValidateObjectMetaAccessorUpdate: the
+// same errors, field for field, over generated pairs of metadata that
+// change one or several fields, validly or not.
+func TestCheckMetaUpdate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	grace := func() *int64 {
+		if rng.IntN(3) == 0 {
+			return nil
+		}
+		g := int64(rng.IntN(2) * 30)
+		return &g
+	}
+	gen := func() *metav1.ObjectMeta {
+		m := &metav1.ObjectMeta{
+			Name: pick("a", "b"), Namespace: pick("ns", "other"), UID: types.UID(pick("u1", "u2")),
+			ResourceVersion: pick("5", "5", ""), Generation: int64(rng.IntN(4) - 1),
+			CreationTimestamp: created, DeletionGracePeriodSeconds: grace(),
+			Finalizers: []string{pick("x/a", "x/b")}[:rng.IntN(2)],
+		}
+		switch rng.IntN(4) {
+		case 0: // the same instant in another zone or with a monotonic reading
+			m.CreationTimestamp = metav1.NewTime(created.In(time.FixedZone("x", 3600)))
+		case 1:
+			m.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
+		}
+		if rng.IntN(4) == 0 {
+			d := metav1.NewTime(created.Add(time.Minute * time.Duration(rng.IntN(2))))
+			m.DeletionTimestamp = &d
+		}
+		if rng.IntN(2) == 0 {
+			m.Labels = map[string]string{pick("app", "bad key!", "x/y"): pick("v", "bad value!", "")}
+		}
+		if rng.IntN(2) == 0 {
+			m.Annotations = map[string]string{pick("note", "bad key!"): "v"}
+		}
+		if rng.IntN(3) == 0 {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: pick("v1", ""), Kind: "Pod", Name: pick("p", ""), UID: types.UID(pick("u", ""))}}
+		}
+		if rng.IntN(3) == 0 {
+			m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationType(pick("Update", "Apply", "Bad")), FieldsType: pick("FieldsV1", "")}}
+		}
+		return m
+	}
+	shortcuts, failing := 0, 0
+	for i := range 20000 {
+		old := gen()
+		obj := old.DeepCopy()
+		if rng.IntN(3) > 0 {
+			obj = gen()
+			// Mostly a few fields apart, as real updates are.
+			if rng.IntN(2) == 0 {
+				obj.Name, obj.Namespace, obj.UID = old.Name, old.Namespace, old.UID
+			}
+		}
+		got := resources.CheckMetaUpdate(obj, old).Errors()
+		want := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("case %d: %+v against %+v: (-apimachinery +ours)\n%s", i, obj, old, diff)
+		}
+		if obj.DeletionTimestamp == nil && old.DeletionTimestamp == nil && obj.ResourceVersion != "" &&
+			obj.Name == old.Name && obj.Namespace == old.Namespace && obj.UID == old.UID && obj.Generation >= max(old.Generation, 0) {
+			shortcuts++
+			if len(want) > 0 {
+				failing++
+			}
+		}
+	}
+	// Enough of them take the shortcut, with and without errors.
+	if shortcuts < 2000 || failing < 500 {
+		t.Errorf("%d cases could take the shortcut, %d of them with errors", shortcuts, failing)
 	}
 }
