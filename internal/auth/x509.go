@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/apis/asn1"
 )
@@ -127,6 +128,11 @@ type X509 struct {
 	// results holds recent verifications by the SHA-256 of the chain the
 	// client sent; it is emptied when it reaches x509CacheSize entries.
 	results map[[32]byte]x509Result
+	// chains maps a connection's leaf certificate (one object per
+	// connection, which all its requests share) to its chain's key:
+	// only a connection's first request hashes the chain (1% of a
+	// renewal's cost).
+	chains map[weak.Pointer[x509.Certificate]][32]byte
 }
 
 // x509Result is a verification outcome and how long it may be reused.
@@ -145,7 +151,7 @@ const (
 
 // NewX509 returns an authenticator trusting the CAs of roots.
 func NewX509(roots *CABundle) *X509 {
-	return &X509{roots: roots, now: time.Now, results: map[[32]byte]x509Result{}}
+	return &X509{roots: roots, now: time.Now, results: map[[32]byte]x509Result{}, chains: map[weak.Pointer[x509.Certificate]][32]byte{}}
 }
 
 // Authenticate returns ok false when the request carries no client
@@ -155,16 +161,24 @@ func (a *X509) Authenticate(req *http.Request) (User, bool, error) {
 		return User{}, false, nil
 	}
 	chain := req.TLS.PeerCertificates
-	h := sha256.New()
-	for _, c := range chain {
-		h.Write(c.Raw)
-	}
-	var key [32]byte
-	h.Sum(key[:0])
+	leaf := weak.Make(chain[0])
 	roots, now := a.roots.Pool(), a.now()
 
 	a.mu.Lock()
+	key, known := a.chains[leaf]
+	a.mu.Unlock()
+	if !known {
+		h := sha256.New()
+		for _, c := range chain {
+			h.Write(c.Raw)
+		}
+		h.Sum(key[:0])
+	}
+	a.mu.Lock()
 	r, hit := a.results[key]
+	if hit && !known && len(a.chains) < x509CacheSize {
+		a.chains[leaf] = key
+	}
 	a.mu.Unlock()
 	if hit && r.roots == roots && now.Before(r.until) {
 		r.user.Groups = slices.Clone(r.user.Groups)
@@ -179,10 +193,12 @@ func (a *X509) Authenticate(req *http.Request) (User, bool, error) {
 	}
 	r.user, r.ok, r.err = verify(chain, roots, now)
 	a.mu.Lock()
-	if len(a.results) >= x509CacheSize {
+	if len(a.results) >= x509CacheSize || len(a.chains) >= x509CacheSize {
 		clear(a.results)
+		clear(a.chains)
 	}
 	a.results[key] = r
+	a.chains[leaf] = key
 	a.mu.Unlock()
 	r.user.Groups = slices.Clone(r.user.Groups)
 	return r.user, r.ok, r.err
