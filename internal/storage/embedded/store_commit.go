@@ -78,7 +78,7 @@ type keyState struct {
 }
 
 // maxKnown bounds known: ~100 bytes a key.
-const maxKnown = 1 << 15
+var maxKnown = 1 << 15 // a variable for tests
 
 func (s *Store) runCommitter(rev int64) {
 	defer close(s.committerDone)
