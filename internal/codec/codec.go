@@ -125,22 +125,35 @@ func (c *Codecs) Encode(w io.Writer, out Output, obj runtime.Object) error {
 // them it returns a shallow copy, so that a shared object (from the watch
 // cache) is never written to.
 func (c *Codecs) WithTypeMeta(obj runtime.Object) (runtime.Object, error) {
-	gvks, _, err := c.scheme.ObjectKinds(obj)
+	gvk, err := c.kindOf(obj)
 	if err != nil {
 		return nil, err
 	}
-	have := obj.GetObjectKind().GroupVersionKind()
-	for _, gvk := range gvks {
-		if have == gvk {
-			return obj, nil
-		}
+	if obj.GetObjectKind().GroupVersionKind() == gvk {
+		return obj, nil
 	}
 	out, err := shallowCopy(obj)
 	if err != nil {
 		return nil, err
 	}
-	out.GetObjectKind().SetGroupVersionKind(gvks[0])
+	out.GetObjectKind().SetGroupVersionKind(gvk)
 	return out, nil
+}
+
+// kindOf returns obj's apiVersion and kind: the ones it has when the
+// scheme knows its type by them, or else the scheme's first for its type.
+func (c *Codecs) kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
+	gvks, _, err := c.scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	have := obj.GetObjectKind().GroupVersionKind()
+	for _, gvk := range gvks {
+		if have == gvk {
+			return gvk, nil
+		}
+	}
+	return gvks[0], nil
 }
 
 // shallowCopy copies the struct obj points to; the copy shares every
