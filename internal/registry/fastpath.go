@@ -49,7 +49,9 @@ import (
 // soleOwners remembers, per storage key, the resourceVersion at which the
 // object's one managedFields entry owned all of its fields. Entries of
 // objects gone without a delete through this registry (another replica's,
-// an expiry) are pruned once they outnumber the cached objects.
+// an expiry) are pruned once they outnumber the cached objects: on a
+// write, and every minute (Registry.Run), as a burst of expiries may be
+// followed by no write at all.
 type soleOwners struct {
 	mu   sync.Mutex // guards revs
 	revs map[string]int64
@@ -77,6 +79,16 @@ func (s *soleOwners) set(key string, rev int64, sole bool) {
 	default:
 		delete(s.revs, key)
 	}
+	s.pruneLocked()
+}
+
+func (s *soleOwners) prune() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked()
+}
+
+func (s *soleOwners) pruneLocked() {
 	if n := len(s.revs); n > 1024 && n > 2*s.size() {
 		for k, r := range s.revs {
 			if !s.live(k, r) {

@@ -465,3 +465,26 @@ func TestCompareMicroTime(t *testing.T) {
 		}
 	}
 }
+
+// TestSoleOwnersPrune: entries of objects gone without a delete through
+// the registry (expired events) go once they outnumber the cached
+// objects, also when no write follows.
+func TestSoleOwnersPrune(t *testing.T) {
+	live := map[string]bool{}
+	s := &soleOwners{live: func(k string, _ int64) bool { return live[k] }, size: func() int { return len(live) }}
+	for i := range 2000 {
+		key := strconv.Itoa(i)
+		live[key] = true
+		s.set(key, 1, true)
+	}
+	if len(s.revs) != 2000 {
+		t.Fatalf("%d entries recorded, want 2000", len(s.revs))
+	}
+	for i := range 1990 {
+		delete(live, strconv.Itoa(i))
+	}
+	s.prune()
+	if len(s.revs) != 10 {
+		t.Errorf("%d entries after expiries and a prune, want 10", len(s.revs))
+	}
+}

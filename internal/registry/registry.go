@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -170,6 +171,24 @@ func New(cfg Config) (*Registry, error) {
 
 // Run feeds the watch caches until ctx ends.
 func (r *Registry) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, st := range r.state {
+					st.owners.prune()
+				}
+			}
+		}
+	})
 	return r.feeder.Run(ctx)
 }
 
