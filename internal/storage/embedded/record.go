@@ -61,11 +61,12 @@ func appendRecord(dst []byte, r record) []byte {
 	return append(dst, r.value...)
 }
 
-// recordLen is the length of r's encoding.
-func recordLen(r record) int {
-	n := uvarintLen(r.createRev) + uvarintLen(r.modRev) + len(r.value)
-	if r.expires > 0 {
-		n += 1 + uvarintLen(r.expires)
+// recordLen is the length of the encoding of a record with these
+// revisions and expiry and a value of valueLen bytes.
+func recordLen(createRev, modRev, expires int64, valueLen int) int {
+	n := uvarintLen(createRev) + uvarintLen(modRev) + valueLen
+	if expires > 0 {
+		n += 1 + uvarintLen(expires)
 	}
 	return n
 }

@@ -21,8 +21,8 @@ func TestRecordRoundTrip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := appendRecord(nil, tc.rec)
-			if len(enc) != recordLen(tc.rec) {
-				t.Errorf("encoded %d bytes, recordLen says %d", len(enc), recordLen(tc.rec))
+			if len(enc) != recordLen(tc.rec.createRev, tc.rec.modRev, tc.rec.expires, len(tc.rec.value)) {
+				t.Errorf("encoded %d bytes, recordLen says %d", len(enc), recordLen(tc.rec.createRev, tc.rec.modRev, tc.rec.expires, len(tc.rec.value)))
 			}
 			got, err := decodeRecord(enc)
 			if err != nil || got.createRev != tc.rec.createRev || got.modRev != tc.rec.modRev || got.expires != tc.rec.expires || !bytes.Equal(got.value, tc.rec.value) {

@@ -64,11 +64,7 @@ func (cur current) size(key string) int64 {
 	if !cur.exists {
 		return 0
 	}
-	n := uvarintLen(cur.kv.CreateRevision) + uvarintLen(cur.kv.ModRevision) + cur.valueLen
-	if cur.expires > 0 {
-		n += 1 + uvarintLen(cur.expires)
-	}
-	return dataSize(key, n)
+	return dataSize(key, recordLen(cur.kv.CreateRevision, cur.kv.ModRevision, cur.expires, cur.valueLen))
 }
 
 // keyState is what known keeps of an existing key.
