@@ -23,19 +23,8 @@ func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := meta.Accessor(typed)
-	if err != nil {
+	if typed, err = withoutResourceVersion(typed); err != nil {
 		return nil, err
-	}
-	if rv := m.GetResourceVersion(); rv != "" {
-		// Clearing it would write to a shared object (often the watch
-		// cache's); a shallow copy has its own ObjectMeta, since every
-		// API type embeds it by value.
-		if typed, err = shallowCopy(typed); err != nil {
-			return nil, err
-		}
-		m, _ = meta.Accessor(typed)
-		m.SetResourceVersion("")
 	}
 	s := c.jsonStorage
 	if _, ok := typed.(protoMarshaler); ok {
@@ -93,19 +82,10 @@ func (c *Codecs) encodeStorageProto(obj runtime.Object, m sizedMarshaler) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	acc, err := meta.Accessor(obj)
-	if err != nil {
+	if obj, err = withoutResourceVersion(obj); err != nil {
 		return nil, err
 	}
-	if acc.GetResourceVersion() != "" {
-		// See EncodeStorage: a shallow copy has its own ObjectMeta.
-		if obj, err = shallowCopy(obj); err != nil {
-			return nil, err
-		}
-		acc, _ = meta.Accessor(obj)
-		acc.SetResourceVersion("")
-		m = obj.(sizedMarshaler)
-	}
+	m = obj.(sizedMarshaler)
 	n := m.Size()
 	apiVersion := gvk.GroupVersion().String()
 	dst := make([]byte, 0, n+len(apiVersion)+len(gvk.Kind)+48)
@@ -115,4 +95,24 @@ func (c *Codecs) encodeStorageProto(obj runtime.Object, m sizedMarshaler) ([]byt
 		return nil, err
 	}
 	return appendEnvelopeTail(dst), nil
+}
+
+// withoutResourceVersion returns obj, or a shallow copy of it with
+// metadata.resourceVersion cleared. Clearing it in obj would write to a
+// shared object (often the watch cache's); a shallow copy has its own
+// ObjectMeta, since every API type embeds it by value.
+func withoutResourceVersion(obj runtime.Object) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if m.GetResourceVersion() == "" {
+		return obj, nil
+	}
+	if obj, err = shallowCopy(obj); err != nil {
+		return nil, err
+	}
+	m, _ = meta.Accessor(obj)
+	m.SetResourceVersion("")
+	return obj, nil
 }
