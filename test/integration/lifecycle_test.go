@@ -122,9 +122,16 @@ func TestStorageUnreachable(t *testing.T) {
 	s := testserver.Start(t, testserver.Etcd(cluster.Endpoints(), "/unreachable"))
 	leases := s.Client(t).CoordinationV1().Leases("default")
 	must[*coordinationv1.Lease](t)(leases.Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}))
+	const path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+	// The watch cache follows etcd: let it see the create before etcd goes,
+	// or it never will.
+	for deadline := time.Now().Add(10 * time.Second); do(t, s, "GET", path+"/before?resourceVersion=0", nil, "").code != 200; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch cache did not see the create within 10s")
+		}
+	}
 	cluster.Kill()
 
-	const path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 	r := do(t, s, "POST", path, map[string]string{"Content-Type": "application/json"}, `{"metadata":{"name":"after"}}`)
 	var st metav1.Status
 	if err := json.Unmarshal(r.body, &st); err != nil {
