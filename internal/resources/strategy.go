@@ -30,3 +30,15 @@ type Strategy interface {
 	// Warnings returns warnings for a create (old nil) or an update.
 	Warnings(obj, old Object) []string
 }
+
+// Unprepared is embedded by the strategies of kinds that store objects as
+// sent: nothing to reset on create or update.
+type Unprepared struct{}
+
+func (Unprepared) PrepareForCreate(Object)      {}
+func (Unprepared) PrepareForUpdate(_, _ Object) {}
+
+// NoWarnings is embedded by the strategies of kinds that never warn.
+type NoWarnings struct{}
+
+func (NoWarnings) Warnings(_, _ Object) []string { return nil }

@@ -168,12 +168,9 @@ func widgetKind() *resources.Kind {
 	}
 }
 
-type widgetStrategy struct{}
-
-func (widgetStrategy) PrepareForCreate(resources.Object)      {}
-func (widgetStrategy) PrepareForUpdate(_, _ resources.Object) {}
-func (widgetStrategy) Warnings(_, _ resources.Object) []string {
-	return nil
+type widgetStrategy struct {
+	resources.Unprepared
+	resources.NoWarnings
 }
 
 func (widgetStrategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {

@@ -58,10 +58,8 @@ func New() *resources.Kind {
 
 // strategy holds the Endpoints write rules: validation and IP warnings;
 // nothing is prepared, subsets are stored as sent.
-type strategy struct{}
+type strategy struct{ resources.Unprepared }
 
-func (strategy) PrepareForCreate(resources.Object)           {}
-func (strategy) PrepareForUpdate(_, _ resources.Object)      {}
 func (strategy) Warnings(obj, old resources.Object) []string { return warnings(obj, old) }
 
 func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {

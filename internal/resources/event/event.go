@@ -61,11 +61,10 @@ func New(opts Options) *resources.Kind {
 // strategy holds the Event write rules: kube-apiserver's event strategy
 // prepares nothing and sends no warnings; validation depends on the
 // version of the request.
-type strategy struct{}
-
-func (strategy) PrepareForCreate(resources.Object)       {}
-func (strategy) PrepareForUpdate(_, _ resources.Object)  {}
-func (strategy) Warnings(_, _ resources.Object) []string { return nil }
+type strategy struct {
+	resources.Unprepared
+	resources.NoWarnings
+}
 
 func (strategy) Validate(obj resources.Object, in schema.GroupVersion) field.ErrorList {
 	return validateCreate(obj.(*corev1.Event), in)

@@ -51,7 +51,10 @@ func New(opts Options) *resources.Kind {
 
 // strategy holds the Lease write rules. gated drops the coordinated
 // election fields, as kube-apiserver does while its feature gate is off.
-type strategy struct{ gated bool }
+type strategy struct {
+	resources.NoWarnings
+	gated bool
+}
 
 // PrepareForCreate clears the coordinated-election fields while the gate
 // is off.
@@ -87,8 +90,6 @@ func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.Erro
 func (strategy) ValidateUpdate(obj, old resources.Object, _ schema.GroupVersion) field.ErrorList {
 	return validateUpdate(obj, old)
 }
-
-func (strategy) Warnings(obj, old resources.Object) []string { return nil }
 
 func validate(obj resources.Object) field.ErrorList {
 	l := obj.(*coordinationv1.Lease)

@@ -92,12 +92,9 @@ func fromStorage(in resources.Object) (resources.Object, error) {
 // strategy holds the LeaseCandidate write rules: nothing is prepared or
 // warned about; validation is ValidateLeaseCandidate and
 // ValidateLeaseCandidateUpdate.
-type strategy struct{}
-
-func (strategy) PrepareForCreate(resources.Object)      {}
-func (strategy) PrepareForUpdate(_, _ resources.Object) {}
-func (strategy) Warnings(_, _ resources.Object) []string {
-	return nil
+type strategy struct {
+	resources.Unprepared
+	resources.NoWarnings
 }
 
 func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {

@@ -63,14 +63,13 @@ func New() *resources.Kind {
 // strategy holds the write rules of the namespace itself; statusStrategy
 // and finalizeStrategy those of its subresources.
 type (
-	strategy         struct{}
+	strategy         struct{ resources.NoWarnings }
 	statusStrategy   struct{}
 	finalizeStrategy struct{}
 )
 
-func (strategy) PrepareForCreate(obj resources.Object)       { prepareForCreate(obj) }
-func (strategy) PrepareForUpdate(obj, old resources.Object)  { prepareForUpdate(obj, old) }
-func (strategy) Warnings(obj, old resources.Object) []string { return nil }
+func (strategy) PrepareForCreate(obj resources.Object)      { prepareForCreate(obj) }
+func (strategy) PrepareForUpdate(obj, old resources.Object) { prepareForUpdate(obj, old) }
 
 func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {
 	return validate(obj)

@@ -147,14 +147,12 @@ func NewClusterRoleBinding() *resources.Kind {
 // updates are checked by the kind's validation, wrapped in the generic
 // checks of kube-apiserver's rest package.
 type strategy struct {
+	resources.Unprepared
+	resources.NoWarnings
 	validate       func(obj resources.Object) field.ErrorList
 	validateUpdate func(obj, old resources.Object) field.ErrorList
 	namespaced     bool
 }
-
-func (strategy) PrepareForCreate(resources.Object)           {}
-func (strategy) PrepareForUpdate(_, _ resources.Object)      {}
-func (strategy) Warnings(obj, old resources.Object) []string { return nil }
 
 func (s strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {
 	return resources.ValidateCreate(obj, s.namespaced, s.validate(obj))
