@@ -102,32 +102,16 @@ func appendEventAnnotated(b []byte, ev *auditv1.Event, extra [][2]string) []byte
 }
 
 func appendUser(b []byte, u *authnv1.UserInfo) []byte {
-	b = append(b, '{')
-	comma := false
-	field := func(name string) {
-		if comma {
-			b = append(b, ',')
-		}
-		comma = true
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":`...)
-	}
-	if u.Username != "" {
-		field("username")
-		b = appendString(b, u.Username)
-	}
-	if u.UID != "" {
-		field("uid")
-		b = appendString(b, u.UID)
-	}
+	o := object{b: append(b, '{')}
+	o.str("username", u.Username)
+	o.str("uid", u.UID)
 	if len(u.Groups) > 0 {
-		field("groups")
-		b = appendStrings(b, u.Groups)
+		o.key("groups")
+		o.b = appendStrings(o.b, u.Groups)
 	}
 	if len(u.Extra) > 0 {
-		field("extra")
-		b = append(b, '{')
+		o.key("extra")
+		o.b = append(o.b, '{')
 		keys := make([]string, 0, len(u.Extra))
 		for k := range u.Extra {
 			keys = append(keys, k)
@@ -135,46 +119,57 @@ func appendUser(b []byte, u *authnv1.UserInfo) []byte {
 		slices.Sort(keys)
 		for i, k := range keys {
 			if i > 0 {
-				b = append(b, ',')
+				o.b = append(o.b, ',')
 			}
-			b = appendString(b, k)
-			b = append(b, ':')
+			o.b = appendString(o.b, k)
+			o.b = append(o.b, ':')
 			if v := u.Extra[k]; v == nil {
-				b = append(b, "null"...)
+				o.b = append(o.b, "null"...)
 			} else {
-				b = appendStrings(b, v)
+				o.b = appendStrings(o.b, v)
 			}
 		}
-		b = append(b, '}')
+		o.b = append(o.b, '}')
 	}
-	return append(b, '}')
+	return append(o.b, '}')
 }
 
 func appendObjectRef(b []byte, r *auditv1.ObjectReference) []byte {
-	b = append(b, '{')
-	comma := false
-	str := func(name, v string) {
-		if v == "" {
-			return
-		}
-		if comma {
-			b = append(b, ',')
-		}
-		comma = true
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":`...)
-		b = appendString(b, v)
+	o := object{b: append(b, '{')}
+	o.str("resource", r.Resource)
+	o.str("namespace", r.Namespace)
+	o.str("name", r.Name)
+	o.str("uid", string(r.UID))
+	o.str("apiGroup", r.APIGroup)
+	o.str("apiVersion", r.APIVersion)
+	o.str("resourceVersion", r.ResourceVersion)
+	o.str("subresource", r.Subresource)
+	return append(o.b, '}')
+}
+
+// object writes the members of a JSON object after its '{', with the
+// commas between them.
+type object struct {
+	b     []byte
+	comma bool
+}
+
+func (o *object) key(name string) {
+	if o.comma {
+		o.b = append(o.b, ',')
 	}
-	str("resource", r.Resource)
-	str("namespace", r.Namespace)
-	str("name", r.Name)
-	str("uid", string(r.UID))
-	str("apiGroup", r.APIGroup)
-	str("apiVersion", r.APIVersion)
-	str("resourceVersion", r.ResourceVersion)
-	str("subresource", r.Subresource)
-	return append(b, '}')
+	o.comma = true
+	o.b = append(o.b, '"')
+	o.b = append(o.b, name...)
+	o.b = append(o.b, `":`...)
+}
+
+// str writes a string member, left out when empty (omitempty).
+func (o *object) str(name, v string) {
+	if v != "" {
+		o.key(name)
+		o.b = appendString(o.b, v)
+	}
 }
 
 // appendStatus writes a response status; only the common one, a code
