@@ -56,26 +56,24 @@ func BenchmarkRenewalAudit(b *testing.B) {
 }
 
 func benchAudited(b *testing.B, rules string, withUser func(*Config)) {
-	{
-		policy, _, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\n" + rules))
-		if err != nil {
-			b.Fatal(err)
-		}
-		path := filepath.Join(b.TempDir(), "audit.log")
-		l, err := audit.New(audit.Options{Path: path, Policy: policy, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); l.Run(ctx) }()
-		stop := sync.OnceFunc(func() { cancel(); <-done })
-		b.Cleanup(stop)
-		benchRenewals(b, 16, func(c *Config) { withUser(c); c.Audit = l })
-		stop()
-		if fi, err := os.Stat(path); err == nil {
-			b.ReportMetric(float64(fi.Size())/float64(b.N), "audit-bytes/op")
-		}
+	policy, _, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\n" + rules))
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "audit.log")
+	l, err := audit.New(audit.Options{Path: path, Policy: policy, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	b.Cleanup(stop)
+	benchRenewals(b, 16, func(c *Config) { withUser(c); c.Audit = l })
+	stop()
+	if fi, err := os.Stat(path); err == nil {
+		b.ReportMetric(float64(fi.Size())/float64(b.N), "audit-bytes/op")
 	}
 }
 
