@@ -60,7 +60,8 @@ func CheckMetaUpdate(obj, old metav1.Object) MetaUpdate {
 	// What apimachinery's checks come to when the immutable fields are
 	// unchanged (the update of almost every write, a renewal's): the same
 	// functions in the same order, without its reflective comparisons
-	// (2% of a renewal). TestCheckMetaUpdate holds the two equal.
+	// (2.7% of a renewal's CPU profile before, 1.2% after).
+	// TestCheckMetaUpdate holds the two equal.
 	var errs field.ErrorList
 	errs = append(errs, metav1validation.ValidateLabels(obj.GetLabels(), labelsPath)...)
 	errs = append(errs, apivalidation.ValidateAnnotations(obj.GetAnnotations(), annotationsPath)...)
