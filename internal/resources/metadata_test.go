@@ -371,7 +371,8 @@ func TestColumns(t *testing.T) {
 // change one or several fields, validly or not.
 func TestCheckMetaUpdate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	// A time with a monotonic reading, as time.Now gives.
+	created := metav1.NewTime(time.Now())
 	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
 	grace := func() *int64 {
 		if rng.IntN(3) == 0 {
@@ -387,10 +388,12 @@ func TestCheckMetaUpdate(t *testing.T) {
 			CreationTimestamp: created, DeletionGracePeriodSeconds: grace(),
 			Finalizers: []string{pick("x/a", "x/b")}[:rng.IntN(2)],
 		}
-		switch rng.IntN(4) {
-		case 0: // the same instant in another zone or with a monotonic reading
+		switch rng.IntN(5) {
+		case 0: // the same instant in another zone
 			m.CreationTimestamp = metav1.NewTime(created.In(time.FixedZone("x", 3600)))
-		case 1:
+		case 1: // the same instant without the monotonic reading
+			m.CreationTimestamp = metav1.NewTime(created.Round(0))
+		case 2:
 			m.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
 		}
 		if rng.IntN(4) == 0 {
