@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1307,6 +1308,28 @@ func (w *watchLines) next(re string) []string {
 	}
 }
 
+// waitWatchers waits until the server holds n watches of leases
+// (apiserver_registered_watchers), failing after 20 s.
+func waitWatchers(t *testing.T, c kubernetes.Interface, n int) {
+	t.Helper()
+	rx := regexp.MustCompile(`(?m)^apiserver_registered_watchers\{[^}]*kind="Lease"[^}]*\} (\d+)$`)
+	var last string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = "0"
+		if m := rx.FindSubmatch(b); m != nil {
+			last = string(m[1])
+		}
+		if last == strconv.Itoa(n) {
+			return
+		}
+	}
+	t.Fatalf("%s lease watches registered after 20s, want %d", last, n)
+}
+
 func TestKubectlWatch(t *testing.T) {
 	t.Parallel()
 	s := testserver.Start(t)
@@ -1340,11 +1363,17 @@ func TestKubectlWatch(t *testing.T) {
 		// One object: kubectl watches it by name from resourceVersion 0
 		// and drops the synthetic ADDED it expects first, so a server
 		// that did not send it would swallow the first real change.
+		// kubectl prints what it got, then starts its watch: a change made
+		// before the watch reaches the server is in that synthetic ADDED
+		// and dropped with it. So change only once the server holds the
+		// watch (and no other: the last subtest's kubectl must be gone).
+		waitWatchers(t, c, 0)
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		w := k.watch(t, wctx, "get", "lease", "w0", "-w")
 		w.next(`^NAME\s+HOLDER\s+AGE$`)
 		w.next(`^w0\s+second\s+\d+s$`)
+		waitWatchers(t, c, 1)
 		for _, holder := range []string{"third", "second"} {
 			if _, err := c.CoordinationV1().Leases("default").Patch(ctx, "w0", "application/merge-patch+json", []byte(`{"spec":{"holderIdentity":"`+holder+`"}}`), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
