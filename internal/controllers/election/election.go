@@ -86,13 +86,13 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 		return nil, errors.New("leasecandidates are not served")
 	}
 	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[string]string{}}
-	c.leases = newMirror(reg, leaseRes, nil, func(obj resources.Object) {
+	c.leases = newMirror(reg, leaseRes, log, nil, func(obj resources.Object) {
 		k := objectKey(obj.GetNamespace(), obj.GetName())
 		if c.cands.hasIndex(k) {
 			c.queue.add(k, c.now())
 		}
 	})
-	c.cands = newMirror(reg, candRes, leaseOf, func(obj resources.Object) {
+	c.cands = newMirror(reg, candRes, log, leaseOf, func(obj resources.Object) {
 		c.queue.add(leaseOf(obj), c.now())
 	})
 	return c, nil

@@ -2,26 +2,22 @@ package election
 
 import (
 	"context"
-	"errors"
-	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
 // mirror keeps the current objects of one resource in every namespace,
-// as a client-go informer's store does: it lists them, then follows a
-// watch from the list's revision, and lists again when the watch falls
-// too far behind. Objects are the registry's, shared: never modified.
+// as a client-go informer's store does, fed by a controllers.Follower.
+// Objects are the registry's, shared: never modified.
 type mirror struct {
-	reg *registry.Registry
-	res resources.Resource
+	follower controllers.Follower
 	// changed is called, from run's goroutine and with no lock held, with
 	// each object that changed (the last state of a deleted one), and with
 	// every object after a list.
@@ -31,18 +27,23 @@ type mirror struct {
 
 	synced chan struct{} // closed after the first list
 
-	mu sync.Mutex // guards objs and indexed
+	mu sync.Mutex // guards objs, indexed and seen
 	// objs holds the objects by namespace/name; indexed by index key,
 	// then namespace/name.
 	objs    map[string]resources.Object
 	indexed map[string]map[string]resources.Object
+	// seen holds the keys a list in progress has brought; nil between
+	// lists.
+	seen map[string]struct{}
 }
 
-func newMirror(reg *registry.Registry, res resources.Resource, index func(resources.Object) string, changed func(resources.Object)) *mirror {
-	return &mirror{
-		reg: reg, res: res, index: index, changed: changed,
+func newMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) string, changed func(resources.Object)) *mirror {
+	m := &mirror{
+		index: index, changed: changed,
 		synced: make(chan struct{}), objs: map[string]resources.Object{}, indexed: map[string]map[string]resources.Object{},
 	}
+	m.follower = controllers.Follower{Registry: reg, Resource: res, Log: log, Listing: m.listing, Apply: m.apply}
+	return m
 }
 
 // setLocked stores obj under k (nil: deletes k), keeping the index.
@@ -71,97 +72,60 @@ func (m *mirror) setLocked(k string, obj resources.Object) {
 func objectKey(namespace, name string) string { return namespace + "/" + name }
 
 // run keeps the mirror until ctx ends or the registry fails.
-func (m *mirror) run(ctx context.Context) error {
-	first := true
-	for {
-		rev, err := m.list(ctx)
-		if err != nil {
-			return err
+func (m *mirror) run(ctx context.Context) error { return m.follower.Run(ctx) }
+
+func (m *mirror) listing() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seen = map[string]struct{}{}
+}
+
+// apply applies a batch of the follower's events; changed hears of each
+// object, and of those a list found gone.
+func (m *mirror) apply(events []registry.Event) {
+	for _, ev := range events {
+		if ev.Type == watch.Bookmark {
+			if ev.InitialEnd {
+				m.listed()
+			}
+			continue
 		}
-		if first {
-			close(m.synced)
-			first = false
+		obj := ev.Object.Obj
+		k := objectKey(obj.GetNamespace(), obj.GetName())
+		m.mu.Lock()
+		if m.seen != nil {
+			m.seen[k] = struct{}{}
 		}
-		if err := m.follow(ctx, rev); err != nil {
-			return err
+		if ev.Type == watch.Deleted {
+			m.setLocked(k, nil)
+		} else if newer(obj, m.objs[k]) {
+			m.setLocked(k, obj)
 		}
+		m.mu.Unlock()
+		m.changed(obj)
 	}
 }
 
-// list replaces the mirror's objects with a fresh list and returns its
-// revision.
-func (m *mirror) list(ctx context.Context) (int64, error) {
-	l, err := m.reg.List(ctx, m.res, "", &metainternalversion.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
+// listed ends a list: objects it did not bring were deleted while no
+// watch was open.
+func (m *mirror) listed() {
 	m.mu.Lock()
-	old := m.objs
-	m.objs, m.indexed = make(map[string]resources.Object, len(l.Items)), map[string]map[string]resources.Object{}
-	for _, it := range l.Items {
-		m.setLocked(objectKey(it.Obj.GetNamespace(), it.Obj.GetName()), it.Obj)
+	var gone []resources.Object
+	for k, o := range m.objs {
+		if _, ok := m.seen[k]; !ok {
+			gone = append(gone, o)
+			m.setLocked(k, nil)
+		}
 	}
-	objs := m.objs
+	m.seen = nil
 	m.mu.Unlock()
-	for _, o := range objs {
+	for _, o := range gone {
 		m.changed(o)
 	}
-	for k, o := range old {
-		if _, ok := objs[k]; !ok {
-			m.changed(o) // deleted while not watched
-		}
-	}
-	return l.ResourceVersion, nil
-}
-
-// follow applies the watch's changes from rev until the watch can no
-// longer resume (nil: list again) or ctx ends.
-func (m *mirror) follow(ctx context.Context, rev int64) error {
-	for {
-		w, err := m.reg.Watch(ctx, m.res, "", "", &metainternalversion.ListOptions{ResourceVersion: strconv.FormatInt(rev, 10)})
-		if apierrors.IsResourceExpired(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rev, err = m.apply(ctx, w, rev)
-		w.Stop()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, registry.ErrFellBehind):
-			return nil
-		case err != nil && !errors.Is(err, io.EOF):
-			return err
-		}
-		// The watch timed out (io.EOF): resume from rev.
-	}
-}
-
-// apply applies w's events and returns the revision it reached.
-func (m *mirror) apply(ctx context.Context, w *registry.Watch, rev int64) (int64, error) {
-	for {
-		events, err := w.Next(ctx)
-		if err != nil {
-			return rev, err
-		}
-		for _, ev := range events {
-			rev = max(rev, ev.Rev)
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			obj := ev.Object.Obj
-			k := objectKey(obj.GetNamespace(), obj.GetName())
-			m.mu.Lock()
-			if ev.Type == watch.Deleted {
-				m.setLocked(k, nil)
-			} else if newer(obj, m.objs[k]) {
-				m.setLocked(k, obj)
-			}
-			m.mu.Unlock()
-			m.changed(obj)
-		}
+	select {
+	case <-m.synced:
+	default:
+		close(m.synced)
 	}
 }
 

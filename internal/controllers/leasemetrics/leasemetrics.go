@@ -5,20 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/google/btree"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -180,68 +175,26 @@ func (o *Observer) Controller() controllers.Controller {
 	return controllers.Controller{Name: "lease-metrics", Run: o.Run}
 }
 
-// Run follows the leases until ctx ends: a streaming list, then changes,
-// resuming after each watch's end from the last revision seen, and
-// listing again when that revision is gone.
+// Run follows the leases until ctx ends, as controllers.Follower does.
 func (o *Observer) Run(ctx context.Context) error {
-	var rev int64
-	for {
-		next, err := o.follow(ctx, rev)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case apierrors.IsResourceExpired(err):
-			o.log.Info("lease watch too old; listing again", "revision", rev)
-			rev = 0
-		case err != nil:
-			return err
-		default:
-			rev = next
-		}
+	f := &controllers.Follower{
+		Registry: o.reg, Resource: o.leases, Log: o.log,
+		Listing: o.listing, Apply: o.apply,
 	}
+	return f.Run(ctx)
 }
 
-// follow runs one watch from rev (a streaming list when 0) and returns
-// the revision it reached when it ends.
-func (o *Observer) follow(ctx context.Context, rev int64) (int64, error) {
-	opts := &metainternalversion.ListOptions{AllowWatchBookmarks: true}
-	listing := rev == 0
-	if listing {
-		yes := true
-		opts.SendInitialEvents = &yes
-		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
-		o.mu.Lock()
-		o.gen++
-		o.mu.Unlock()
-	} else {
-		opts.ResourceVersion = strconv.FormatInt(rev, 10)
-	}
-	w, err := o.reg.Watch(ctx, o.leases, "", "", opts)
-	if err != nil {
-		return rev, err
-	}
-	defer w.Stop()
-	for {
-		events, err := w.Next(ctx)
-		if errors.Is(err, io.EOF) || errors.Is(err, registry.ErrFellBehind) {
-			return rev, nil
-		}
-		if err != nil {
-			return rev, err
-		}
-		o.apply(events, listing)
-		for _, ev := range events {
-			rev = ev.Rev
-			if ev.InitialEnd {
-				listing = false
-			}
-		}
-	}
+// listing starts a new generation: entries the list does not see again
+// are dropped at its end.
+func (o *Observer) listing() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gen++
 }
 
 // apply applies a batch of events. During a list, renewals and holder
 // changes are still counted against what an earlier list saw.
-func (o *Observer) apply(events []registry.Event, listing bool) {
+func (o *Observer) apply(events []registry.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, ev := range events {

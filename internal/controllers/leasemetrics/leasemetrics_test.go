@@ -75,7 +75,7 @@ func TestExpiryRenewalsAndChanges(t *testing.T) {
 		event(watch.Added, lease("a", "leader", "x", t0, 10)),
 		event(watch.Added, lease("a", "free", "", time.Time{}, 10)),
 		event(watch.Added, lease("a", "forever", "y", t0, 0)),
-	}, true)
+	})
 	want := "leasehold_leases_expired{namespace=a} 0\nleasehold_leases_held{namespace=a} 2\n"
 	if got := gather(t, o, "leasehold_leases_held", "leasehold_leases_expired"); got != want {
 		t.Fatalf("at the start:\n%s\nwant\n%s", got, want)
@@ -87,8 +87,8 @@ func TestExpiryRenewalsAndChanges(t *testing.T) {
 		t.Fatalf("after 10s:\n%s", got)
 	}
 	// A renewal brings it back; a new holder counts as a change.
-	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "x", c.now, 10))}, false)
-	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "z", c.now.Add(time.Second), 10))}, false)
+	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "x", c.now, 10))})
+	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "z", c.now.Add(time.Second), 10))})
 	got := gather(t, o, "leasehold_leases_expired", "leasehold_lease_renewals_total", "leasehold_lease_holder_changes_total", "leasehold_lease_info")
 	want = "leasehold_lease_holder_changes_total{namespace=a} 1\n" +
 		"leasehold_lease_info{holder=,name=free,namespace=a,preferred_holder=,strategy=} 1\n" +
@@ -101,12 +101,12 @@ func TestExpiryRenewalsAndChanges(t *testing.T) {
 	}
 	// Deleted leases leave the counts; a list that no longer sees one
 	// drops it at its end.
-	o.apply([]registry.Event{event(watch.Deleted, lease("a", "free", "", time.Time{}, 0))}, false)
-	o.gen++
+	o.apply([]registry.Event{event(watch.Deleted, lease("a", "free", "", time.Time{}, 0))})
+	o.listing()
 	o.apply([]registry.Event{
 		event(watch.Added, lease("a", "leader", "z", c.now.Add(time.Second), 10)),
 		{Type: watch.Bookmark, InitialEnd: true},
-	}, true)
+	})
 	if got := gather(t, o, "leasehold_leases_held"); got != "leasehold_leases_held{namespace=a} 1\n" {
 		t.Fatalf("after a new list:\n%s", got)
 	}
@@ -124,7 +124,7 @@ func TestPerLeaseSeriesAreBounded(t *testing.T) {
 			evs = append(evs, event(watch.Added, lease(ns, fmt.Sprint(i), "h", c.now, 10)))
 		}
 	}
-	o.apply(evs, true)
+	o.apply(evs)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(o)
 	// a and b fit the budget of 4; c and big do not.
@@ -145,14 +145,14 @@ func BenchmarkRenewal(b *testing.B) {
 	for i := range 100000 {
 		evs = append(evs, event(watch.Added, lease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
 	}
-	o.apply(evs, true)
+	o.apply(evs)
 	renewals := make([]registry.Event, 1000)
 	for i := range renewals {
 		renewals[i] = event(watch.Modified, lease("kube-node-lease", fmt.Sprintf("node-%06d", i*100), "kubelet", now.Add(time.Second), 40))
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		o.apply(renewals[i%len(renewals):i%len(renewals)+1], false)
+		o.apply(renewals[i%len(renewals) : i%len(renewals)+1])
 	}
 }
 
@@ -168,7 +168,7 @@ func BenchmarkScrape(b *testing.B) {
 	for i := range 20 {
 		evs = append(evs, event(watch.Added, lease("kube-system", fmt.Sprintf("controller-%d", i), "leader", now, 15)))
 	}
-	o.apply(evs, true)
+	o.apply(evs)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(o)
 	b.ResetTimer()
