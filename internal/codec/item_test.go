@@ -2,6 +2,8 @@ package codec
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -95,6 +97,66 @@ func TestItemsAssembleLikeSerializers(t *testing.T) {
 				t.Errorf("decode: %v %+v", err, back.ListMeta)
 			}
 		})
+	}
+}
+
+// shortWriter takes at most limit bytes, then fails.
+type shortWriter struct {
+	bytes.Buffer
+	limit int
+}
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	if w.Len()+len(p) > w.limit {
+		return 0, errors.New("full")
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestListWriteTo: a list of several chunks written out is the list the
+// serializer writes, of the length announced, in either wire format and
+// with no items; a failing writer's error comes back.
+func TestListWriteTo(t *testing.T) {
+	c := newCodecs(t)
+	for _, mt := range []string{JSON, Protobuf} {
+		for _, n := range []int{0, 1, 8000} {
+			t.Run(fmt.Sprintf("%s/%d", mt, n), func(t *testing.T) {
+				out := output(t, c, mt)
+				list := &coordinationv1.LeaseList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: []coordinationv1.Lease{}}
+				var items [][]byte
+				for i := range n {
+					list.Items = append(list.Items, *testLease(fmt.Sprintf("lease-%06d", i)))
+					it, err := c.EncodeItem(out, &list.Items[i])
+					if err != nil {
+						t.Fatal(err)
+					}
+					items = append(items, it)
+				}
+				var want bytes.Buffer
+				if err := c.Encode(&want, out, list); err != nil {
+					t.Fatal(err)
+				}
+				l, err := NewList(out, coordinationv1.SchemeGroupVersion.WithKind("LeaseList"), list.ListMeta, items)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 8000 && want.Len() < 2*listChunk {
+					t.Fatalf("the list is %d bytes, fewer than two chunks", want.Len())
+				}
+				var got bytes.Buffer
+				written, err := l.WriteTo(&got)
+				if err != nil || written != int64(got.Len()) || l.Len() != want.Len() || !bytes.Equal(got.Bytes(), want.Bytes()) {
+					t.Fatalf("WriteTo: %d bytes written, err %v, Len %d; %d bytes, equal %v; want %d bytes",
+						written, err, l.Len(), got.Len(), bytes.Equal(got.Bytes(), want.Bytes()), want.Len())
+				}
+				if n == 8000 {
+					w := &shortWriter{limit: listChunk + 1}
+					if _, err := l.WriteTo(w); err == nil || w.Len() != listChunk {
+						t.Errorf("a writer failing after %d bytes: err %v after %d", w.limit, err, w.Len())
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -66,7 +66,7 @@ func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([
 
 // EncodeList returns the response body of a list: the kind's list, a
 // Table or a PartialObjectMetadataList.
-func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, lm metav1.ListMeta) ([]byte, error) {
+func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, lm metav1.ListMeta) (Body, error) {
 	if t := out.Transform; t != nil {
 		switch t.Kind {
 		case "Table":
@@ -74,7 +74,7 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 			if err != nil {
 				return nil, err
 			}
-			return c.encode(out, table)
+			return c.encodeBody(out, table)
 		case "PartialObjectMetadataList":
 			items := make([]metav1.PartialObjectMetadata, len(objs))
 			for i, obj := range objs {
@@ -87,7 +87,7 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 				list = &metav1.PartialObjectMetadataList{ListMeta: lm, Items: items}
 			}
 			list.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: metav1.GroupName, Version: t.Version, Kind: "PartialObjectMetadataList"})
-			return c.encode(out, list)
+			return c.encodeBody(out, list)
 		default:
 			return nil, notAcceptableTransform(t, res.Version.NewList())
 		}
@@ -97,11 +97,11 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		body, err := AppendList(nil, out, res.ListGroupVersionKind(), lm, items)
+		l, err := NewList(out, res.ListGroupVersionKind(), lm, items)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		return body, nil
+		return l, nil
 	}
 	list := res.Version.NewList()
 	items := make([]runtime.Object, len(objs))
@@ -123,7 +123,16 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 	la.SetResourceVersion(lm.ResourceVersion)
 	la.SetContinue(lm.Continue)
 	la.SetRemainingItemCount(lm.RemainingItemCount)
-	return c.encode(out, list)
+	return c.encodeBody(out, list)
+}
+
+// encodeBody returns obj in the negotiated format, as a Body.
+func (c *Codecs) encodeBody(out Output, obj runtime.Object) (Body, error) {
+	b, err := c.encode(out, obj)
+	if err != nil {
+		return nil, err
+	}
+	return Bytes(b), nil
 }
 
 // encode returns obj in the negotiated format.

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/leasehold/leasehold/internal/codec"
 )
 
 // gzipThreshold is kube-apiserver's: bodies up to 128 KiB go out as they
@@ -30,13 +32,13 @@ var gzipWriters = sync.Pool{New: func() any {
 // on by default) it gzips a body over gzipThreshold when the client accepts
 // gzip, which Go clients, client-go and kubectl included, do unless told
 // not to. Watch streams are never compressed.
-func writeBody(w http.ResponseWriter, req *http.Request, code int, body []byte) {
+func writeBody(w http.ResponseWriter, req *http.Request, code int, body codec.Body) {
 	h := w.Header()
-	if len(body) <= gzipThreshold || !acceptsGzip(req) {
-		h.Set("Content-Length", strconv.Itoa(len(body)))
+	if body.Len() <= gzipThreshold || !acceptsGzip(req) {
+		h.Set("Content-Length", strconv.Itoa(body.Len()))
 		w.WriteHeader(code)
 		if req.Method != http.MethodHead {
-			_, _ = w.Write(body)
+			_, _ = body.WriteTo(w)
 		}
 		return
 	}
@@ -50,7 +52,7 @@ func writeBody(w http.ResponseWriter, req *http.Request, code int, body []byte) 
 	gw := gzipWriters.Get().(*gzip.Writer)
 	gw.Reset(w)
 	// A write error is the client gone; there is no one to tell.
-	if _, err := gw.Write(body); err == nil {
+	if _, err := body.WriteTo(gw); err == nil {
 		_ = gw.Close()
 	}
 	gw.Reset(nil)

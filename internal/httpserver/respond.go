@@ -28,7 +28,7 @@ func (s *Server) writeObject(w http.ResponseWriter, req *http.Request, out codec
 	}
 	s.auditResponse(req, obj, func() ([]byte, error) { return s.encodeJSON(obj) })
 	w.Header().Set("Content-Type", out.MediaType())
-	writeBody(w, req, code, buf.Bytes())
+	writeBody(w, req, code, codec.Bytes(buf.Bytes()))
 }
 
 // writeError writes err as a Status in a format the client accepts. Errors
@@ -184,7 +184,7 @@ func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, r *reques
 		return s.codecs.EncodeObject(s.codecs.AsJSON(out), res, s.auditObject(req, obj))
 	})
 	w.Header().Set("Content-Type", out.MediaType())
-	writeBody(w, req, code, body)
+	writeBody(w, req, code, codec.Bytes(body))
 	return nil
 }
 
@@ -200,13 +200,17 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request,
 	}
 	s.auditResponse(req, nil, func() ([]byte, error) {
 		if isJSON(out) {
-			return body, nil
+			return codec.BodyBytes(body), nil
 		}
 		items := make([]codec.Cached, len(result.Items))
 		for i, o := range result.Items {
 			items[i] = s.auditObject(req, o)
 		}
-		return s.codecs.EncodeList(s.codecs.AsJSON(out), res, items, result.ListMeta())
+		b, err := s.codecs.EncodeList(s.codecs.AsJSON(out), res, items, result.ListMeta())
+		if err != nil {
+			return nil, err
+		}
+		return codec.BodyBytes(b), nil
 	})
 	w.Header().Set("Content-Type", out.MediaType())
 	writeBody(w, req, http.StatusOK, body)

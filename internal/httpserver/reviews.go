@@ -135,7 +135,7 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 	rec.ResponseObject(nil, reviewJSON(result))
 	addWarnings(w, warnings)
 	w.Header().Set("Content-Type", out.Info.MediaType)
-	writeBody(w, req, http.StatusCreated, buf.Bytes())
+	writeBody(w, req, http.StatusCreated, codec.Bytes(buf.Bytes()))
 	return nil
 }
 
