@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/codec"
@@ -80,7 +79,7 @@ func newInProcessWith(tb testing.TB, mutateRegistry func(*registry.Config), muta
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tc, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	tc, err := docs.TypeConverter()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
@@ -109,6 +110,12 @@ func New(kinds []*resources.Kind) (*Service, error) {
 // converter. The map and schemas are shared: callers must not modify them.
 func (s *Service) Definitions() map[string]*spec.Schema {
 	return s.defs
+}
+
+// TypeConverter returns server-side apply's type converter for the served
+// kinds, built from Definitions.
+func (s *Service) TypeConverter() (managedfields.TypeConverter, error) {
+	return managedfields.NewTypeConverter(s.defs, false)
 }
 
 // ServeHTTP serves /openapi/v2, /openapi/v3 and /openapi/v3/<group

@@ -44,7 +44,7 @@ func newFastPathEnv(tb testing.TB) *fastPathEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tc, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	tc, err := docs.TypeConverter()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/codec"
@@ -74,7 +73,7 @@ func newTestRegistry(t *testing.T, steps ...admission.Step) (*Registry, *conflic
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	tc, err := docs.TypeConverter()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/admission"
@@ -349,7 +348,7 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 	if err != nil {
 		return nil, nil, fmt.Errorf("building OpenAPI documents: %w", err)
 	}
-	typeConverter, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	typeConverter, err := docs.TypeConverter()
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the type converter: %w", err)
 	}

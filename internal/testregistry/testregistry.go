@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/managedfields"
-
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -50,7 +48,7 @@ func Start(t testing.TB, opts Options) *registry.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+	tc, err := docs.TypeConverter()
 	if err != nil {
 		t.Fatal(err)
 	}
