@@ -23,15 +23,21 @@ mkdir -p "$OUT/back" "$OUT/disk"
 LH=$OUT/leasehold KC=$OUT/kubectl
 echo "bench-token,bench,uid-bench" >"$OUT/tokens.csv"
 
+server=""
 "$OUT/slowdisk" --backing "$OUT/back" --mount "$OUT/disk" --bandwidth "$BANDWIDTH" --fsync "$FSYNC" &
 disk=$!
-trap 'kill $disk 2>/dev/null || true; wait $disk 2>/dev/null || true' EXIT
+# A server still running keeps the mount busy: stop it first.
+cleanup() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  kill "$disk" 2>/dev/null || true
+  wait "$disk" 2>/dev/null || true
+}
+trap cleanup EXIT
 until mountpoint -q "$OUT/disk"; do
   [ -e "/proc/$disk" ] || exit 1
   sleep 0.1
 done
 
-server=""
 start() {
   local dir=$OUT/disk/data
   rm -rf "$dir"
@@ -51,6 +57,7 @@ start() {
 stop() {
   kill "$server"
   wait "$server" 2>/dev/null || true
+  server=""
 }
 
 # The rate the disk sustains: what is admitted when twice too much is

@@ -47,11 +47,29 @@ func main() {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		<-sig
-		if err := server.Unmount(); err != nil {
-			log.Print(err)
-		}
+		unmount(server, *mount)
 	}()
 	server.Wait()
+}
+
+// unmount unmounts the slow disk, waiting up to 5 s for what still uses
+// it to let go (a server being stopped), then detaching it.
+func unmount(server *fuse.Server, mount string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := server.Unmount()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log.Printf("slowdisk: %v; detaching %s", err, mount)
+			if err := syscall.Unmount(mount, syscall.MNT_DETACH); err != nil {
+				log.Fatal(err)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func mountSlow(backing, mount string, d *disk) (*fuse.Server, error) {
