@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -173,20 +172,13 @@ func uvarintLen(n int) int {
 	return l
 }
 
-// AppendList appends a list of kind gvk (e.g. LeaseList) whose items are
-// item encodings to dst, as the standard serializers would write it.
-func AppendList(dst []byte, out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) ([]byte, error) {
-	l, err := NewList(out, gvk, lm, items)
-	if err != nil {
-		return nil, err
-	}
-	return l.AppendTo(dst), nil
-}
-
 // Body is a response body whose length is known before it is written.
 type Body interface {
 	Len() int
 	io.WriterTo
+	// AppendTo appends the body to dst, for what needs it in one buffer
+	// (an audit log recording the response).
+	AppendTo(dst []byte) []byte
 }
 
 // Bytes is a Body in one buffer.
@@ -201,25 +193,15 @@ func (b Bytes) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// BodyBytes returns b in one buffer: b itself when it is Bytes.
-func BodyBytes(b Body) []byte {
-	switch b := b.(type) {
-	case Bytes:
-		return b
-	case *List:
-		return b.AppendTo(nil)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, b.Len()))
-	_, _ = b.WriteTo(buf) // a bytes.Buffer does not fail
-	return buf.Bytes()
-}
+// AppendTo appends the body to dst.
+func (b Bytes) AppendTo(dst []byte) []byte { return append(dst, b...) }
 
-// List is a list body whose items are item encodings, kept apart: its
+// ListBody is a list body whose items are item encodings, kept apart: its
 // envelope and the items as the cache holds them. WriteTo writes it out in
 // chunks rather than assembling one copy of what may be many megabytes
 // (a 20,000-lease list is 14 MB of JSON), which costs the zeroing of that
 // buffer and its share of a garbage collection on every list.
-type List struct {
+type ListBody struct {
 	// head and tail surround the items.
 	head, tail []byte
 	items      [][]byte
@@ -229,9 +211,9 @@ type List struct {
 	size  int
 }
 
-// NewList returns the body of a list of kind gvk (e.g. LeaseList) whose
+// NewListBody returns the body of a list of kind gvk (e.g. LeaseList) whose
 // items are item encodings, as the standard serializers would write it.
-func NewList(out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) (*List, error) {
+func NewListBody(out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) (*ListBody, error) {
 	if out.Info.MediaType == Protobuf {
 		return newProtoList(gvk, lm, items)
 	}
@@ -243,7 +225,7 @@ func NewList(out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items 
 	head = append(head, `,"metadata":`...)
 	head = append(head, meta...)
 	head = append(head, `,"items":[`...)
-	l := &List{head: head, tail: []byte("]}\n"), items: items}
+	l := &ListBody{head: head, tail: []byte("]}\n"), items: items}
 	l.size = len(l.head) + len(l.tail) + max(len(items)-1, 0)
 	for _, it := range items {
 		l.size += len(it)
@@ -254,7 +236,7 @@ func NewList(out Output, gvk schema.GroupVersionKind, lm metav1.ListMeta, items 
 // newProtoList makes the envelope around a list message: ListMeta as
 // field 1, each item as field 2, which is the layout of every k8s.io/api
 // list type.
-func newProtoList(gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) (*List, error) {
+func newProtoList(gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byte) (*ListBody, error) {
 	meta, err := lm.Marshal()
 	if err != nil {
 		return nil, err
@@ -267,16 +249,16 @@ func newProtoList(gvk schema.GroupVersionKind, lm metav1.ListMeta, items [][]byt
 	head = append(head, 0x0a)
 	head = binary.AppendUvarint(head, uint64(len(meta)))
 	head = append(head, meta...)
-	l := &List{head: head, tail: appendEnvelopeTail(nil), items: items, proto: true}
+	l := &ListBody{head: head, tail: appendEnvelopeTail(nil), items: items, proto: true}
 	l.size = len(l.head) + rawLen - (1 + uvarintLen(len(meta)) + len(meta)) + len(l.tail)
 	return l, nil
 }
 
 // Len returns the body's size in bytes.
-func (l *List) Len() int { return l.size }
+func (l *ListBody) Len() int { return l.size }
 
 // AppendTo appends the body to dst.
-func (l *List) AppendTo(dst []byte) []byte {
+func (l *ListBody) AppendTo(dst []byte) []byte {
 	b := slices.Grow(dst, l.size)
 	b = append(b, l.head...)
 	for i, it := range l.items {
@@ -288,7 +270,7 @@ func (l *List) AppendTo(dst []byte) []byte {
 
 // appendSeparator appends what goes before item i: a comma between JSON
 // items, a field tag and length before a protobuf one.
-func (l *List) appendSeparator(b []byte, i int, it []byte) []byte {
+func (l *ListBody) appendSeparator(b []byte, i int, it []byte) []byte {
 	if l.proto {
 		b = append(b, 0x12)
 		return binary.AppendUvarint(b, uint64(len(it)))
@@ -299,7 +281,7 @@ func (l *List) appendSeparator(b []byte, i int, it []byte) []byte {
 	return b
 }
 
-// listChunk is the size of the writes of List.WriteTo: large enough that
+// listChunk is the size of the writes of ListBody.WriteTo: large enough that
 // a write costs little per byte, small enough to keep in a pool.
 const listChunk = 256 << 10
 
@@ -310,7 +292,7 @@ var listChunks = sync.Pool{New: func() any {
 
 // WriteTo writes the body to w in chunks of listChunk bytes. w must not
 // keep a chunk after its Write returns (io.Writer's contract).
-func (l *List) WriteTo(w io.Writer) (int64, error) {
+func (l *ListBody) WriteTo(w io.Writer) (int64, error) {
 	bp := listChunks.Get().(*[]byte)
 	defer listChunks.Put(bp)
 	c := (*bp)[:0]

@@ -83,11 +83,11 @@ func TestItemsAssembleLikeSerializers(t *testing.T) {
 				}
 				items = append(items, it)
 			}
-			got, err = AppendList([]byte("kept"), out, coordinationv1.SchemeGroupVersion.WithKind("LeaseList"), list.ListMeta, items)
+			l, err := NewListBody(out, coordinationv1.SchemeGroupVersion.WithKind("LeaseList"), list.ListMeta, items)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := bytes.CutPrefix(got, []byte("kept"))
+			got, ok := bytes.CutPrefix(l.AppendTo([]byte("kept")), []byte("kept"))
 			if !ok || !bytes.Equal(got, want.Bytes()) {
 				t.Errorf("list:\n got %q\nwant %q", got, want.Bytes())
 			}
@@ -136,7 +136,7 @@ func TestListWriteTo(t *testing.T) {
 				if err := c.Encode(&want, out, list); err != nil {
 					t.Fatal(err)
 				}
-				l, err := NewList(out, coordinationv1.SchemeGroupVersion.WithKind("LeaseList"), list.ListMeta, items)
+				l, err := NewListBody(out, coordinationv1.SchemeGroupVersion.WithKind("LeaseList"), list.ListMeta, items)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -148,6 +148,9 @@ func TestListWriteTo(t *testing.T) {
 				if err != nil || written != int64(got.Len()) || l.Len() != want.Len() || !bytes.Equal(got.Bytes(), want.Bytes()) {
 					t.Fatalf("WriteTo: %d bytes written, err %v, Len %d; %d bytes, equal %v; want %d bytes",
 						written, err, l.Len(), got.Len(), bytes.Equal(got.Bytes(), want.Bytes()), want.Len())
+				}
+				if !bytes.Equal(l.AppendTo(nil), want.Bytes()) {
+					t.Fatal("AppendTo differs from the serializer's list")
 				}
 				if n == 8000 {
 					w := &shortWriter{limit: listChunk + 1}

@@ -97,7 +97,7 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		l, err := NewList(out, res.ListGroupVersionKind(), lm, items)
+		l, err := NewListBody(out, res.ListGroupVersionKind(), lm, items)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

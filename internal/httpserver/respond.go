@@ -200,7 +200,7 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request,
 	}
 	s.auditResponse(req, nil, func() ([]byte, error) {
 		if isJSON(out) {
-			return codec.BodyBytes(body), nil
+			return body.AppendTo(nil), nil
 		}
 		items := make([]codec.Cached, len(result.Items))
 		for i, o := range result.Items {
@@ -210,7 +210,7 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request,
 		if err != nil {
 			return nil, err
 		}
-		return codec.BodyBytes(b), nil
+		return b.AppendTo(nil), nil
 	})
 	w.Header().Set("Content-Type", out.MediaType())
 	writeBody(w, req, http.StatusOK, body)
