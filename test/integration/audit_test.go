@@ -107,6 +107,15 @@ func TestAuditLog(t *testing.T) {
 		hold(alice, ns, "alice")
 		hold(alice, ns, "alice") // renews
 		hold(bob, ns, "bob")     // takes it over
+		if ns == "watched" {
+			// Lists, recorded with their bodies in JSON whatever they
+			// were answered in.
+			asJSON := rest.CopyConfig(s.Config)
+			asJSON.ContentType, asJSON.AcceptContentTypes = "application/json", "application/json"
+			for _, c := range []kubernetes.Interface{secClient(t, asJSON), s.ProtoClient(t)} {
+				must[*coordinationv1.LeaseList](t)(c.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{}))
+			}
+		}
 		if err := alice.CoordinationV1().Leases(ns).Delete(t.Context(), "lock", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("alice deletes: %v", err)
 		}
@@ -185,6 +194,16 @@ func TestAuditLog(t *testing.T) {
 		}
 		if err := json.Unmarshal(takeover.ResponseObject.Raw, &answered); err != nil || answered.Kind != "Lease" || answered.ResourceVersion == sent.ResourceVersion {
 			t.Errorf("response object %s: %v", takeover.ResponseObject.Raw, err)
+		}
+	}
+	lists := one("the admin's lists in watched", findEvents(events, auditv1.StageResponseComplete, func(ev *auditv1.Event) bool {
+		return ev.Verb == "list" && ev.User.Username == "leasehold-admin" && ev.ObjectRef != nil && ev.ObjectRef.Namespace == "watched"
+	}), 2)
+	for _, ev := range lists {
+		var l coordinationv1.LeaseList
+		if ev.Level != auditv1.LevelRequestResponse || ev.ResponseObject == nil || json.Unmarshal(ev.ResponseObject.Raw, &l) != nil ||
+			l.Kind != "LeaseList" || len(l.Items) != 1 || l.Items[0].Spec.HolderIdentity == nil || *l.Items[0].Spec.HolderIdentity != "bob" {
+			t.Errorf("list event at %s: response object %s", ev.Level, ev.ResponseObject)
 		}
 	}
 	// The admin acting as bob: both users, the constraint of the mode.
