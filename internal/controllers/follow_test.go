@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -69,8 +70,8 @@ func (v *view) apply(events []registry.Event) {
 	}
 }
 
-// waitFor waits until the view holds exactly want (name → whether any
-// version will do, or the version).
+// waitFor waits until the view holds exactly want (name → the version,
+// or "" for any), with no list in progress.
 func (v *view) waitFor(t *testing.T, want map[string]string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -82,24 +83,16 @@ func (v *view) waitFor(t *testing.T, want map[string]string) {
 				ok = false
 			}
 		}
-		got := fmtMap(v.objs)
+		got := fmt.Sprint(v.objs)
 		v.mu.Unlock()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("view holds %s, want %s", got, fmtMap(want))
+			t.Fatalf("view holds %s, want %v", got, want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func fmtMap(m map[string]string) string {
-	s := "{"
-	for k, v := range m {
-		s += k + ":" + v + " "
-	}
-	return s + "}"
 }
 
 // TestFollower: a Follower lists, follows changes, resumes a watch that

@@ -1,0 +1,66 @@
+package election
+
+import (
+	"slices"
+	"testing"
+
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
+)
+
+func candidate(name, lease, rv string) registry.Event {
+	c := &coordinationv1beta1.LeaseCandidate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv},
+		Spec:       coordinationv1beta1.LeaseCandidateSpec{LeaseName: lease},
+	}
+	return registry.Event{Type: watch.Added, Object: codec.Cached{Obj: c}}
+}
+
+var listEnd = registry.Event{Type: watch.Bookmark, InitialEnd: true}
+
+// TestMirrorLists: a list replaces what the mirror held, index included,
+// and changed hears of every object it brings and of those it no longer
+// finds (deleted while no watch was open); an older state never replaces
+// a newer one.
+func TestMirrorLists(t *testing.T) {
+	var heard []string
+	m := newMirror(nil, resources.Resource{}, nil, leaseOf, func(obj resources.Object) {
+		heard = append(heard, obj.GetName()+"@"+obj.GetResourceVersion())
+	})
+	m.listing()
+	m.apply([]registry.Event{candidate("a", "l1", "5"), candidate("b", "l1", "6")})
+	select {
+	case <-m.synced:
+		t.Fatal("synced before the list ended")
+	default:
+	}
+	m.apply([]registry.Event{listEnd})
+	<-m.synced
+	if len(m.byIndex("ns/l1")) != 2 {
+		t.Fatalf("index after the first list: %v", m.byIndex("ns/l1"))
+	}
+
+	// A newer state seen through a write survives a list that brings an
+	// older one.
+	m.observe(candidate("b", "l2", "9").Object.Obj)
+	heard = nil
+	m.listing()
+	m.apply([]registry.Event{candidate("b", "l1", "7"), candidate("c", "l2", "8"), listEnd})
+	if got, want := heard, []string{"b@7", "c@8", "a@5"}; !slices.Equal(got, want) {
+		t.Errorf("changed heard %v, want %v", got, want)
+	}
+	if m.get("ns", "a") != nil {
+		t.Error("a, not in the second list, is still held")
+	}
+	if b := m.get("ns", "b"); b == nil || b.GetResourceVersion() != "9" {
+		t.Errorf("b: %v, want the state at 9", b)
+	}
+	if m.hasIndex("ns/l1") || len(m.byIndex("ns/l2")) != 2 {
+		t.Errorf("index after the second list: l1 %v, l2 %v", m.byIndex("ns/l1"), m.byIndex("ns/l2"))
+	}
+}
