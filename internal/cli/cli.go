@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
+	"github.com/leasehold/leasehold/internal/gcpace"
 	"github.com/leasehold/leasehold/internal/httpserver"
 	"github.com/leasehold/leasehold/internal/server"
 )
@@ -72,6 +73,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: logAttrs(stderr)}))
 	cfg.Logger = log
 	setMemoryLimit(log)
+	if p, ok := gcpace.Start(gcHeadroom); ok {
+		defer p.Stop()
+		log.Debug("the heap may grow by at least this much between garbage collections (GOGC chooses otherwise)", "bytes", gcHeadroom)
+	}
 
 	srv, err := server.New(cfg)
 	if err != nil {

@@ -18,6 +18,13 @@ import (
 // Go, the kernel's page tables, fragmentation).
 const memoryLimitShare = 0.9
 
+// gcHeadroom is how much the heap may grow between garbage collections
+// at least (package gcpace): under a stream of small writes to a few
+// thousand objects, a collection per 64 MiB allocated instead of one per
+// live heap's worth (~35 MB there) saves a tenth of the server's CPU, for
+// at most 64 MiB more memory, and nothing once the live heap is larger.
+const gcHeadroom = 64 << 20
+
 // setMemoryLimit gives the Go runtime a soft memory limit when GOMEMLIMIT
 // is not set (an explicit GOMEMLIMIT, "off" included, is honoured by the
 // runtime itself): memoryLimitShare of the process's cgroup memory limit,
