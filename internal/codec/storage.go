@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -115,4 +116,47 @@ func withoutResourceVersion(obj runtime.Object) (runtime.Object, error) {
 	m, _ = meta.Accessor(obj)
 	m.SetResourceVersion("")
 	return obj, nil
+}
+
+// AfterMetadata returns what follows an object's metadata in its
+// protobuf storage encoding (the object's other fields and the envelope's
+// end), and false when data is not such an encoding or its object does not
+// begin with its metadata (as every generated API type's does). Two
+// encodings whose ends differ stay different whatever is changed inside
+// their metadata.
+func AfterMetadata(data []byte) ([]byte, bool) {
+	msg, ok := bytes.CutPrefix(data, protobufPrefix)
+	if !ok {
+		return nil, false
+	}
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return nil, false
+		}
+		msg = msg[n:]
+		if num != 2 || typ != protowire.BytesType { // not Unknown.raw
+			if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+				return nil, false
+			}
+			msg = msg[n:]
+			continue
+		}
+		// The object: its first field must be its metadata (1).
+		_, n = protowire.ConsumeVarint(msg) // raw's length
+		if n < 0 {
+			return nil, false
+		}
+		obj := msg[n:]
+		num, typ, n = protowire.ConsumeTag(obj)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			return nil, false
+		}
+		obj = obj[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, obj); n < 0 {
+			return nil, false
+		}
+		return obj[n:], true
+	}
+	return nil, false
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 )
@@ -502,6 +503,14 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 	}
 	if !sameEntries(mf, old, false) {
 		return data
+	}
+	// What lies after the metadata is not touched by the times: when it
+	// differs (a renewal's spec), restoring them cannot make the encodings
+	// equal, and the encoding that would prove it is saved.
+	if a, ok := codec.AfterMetadata(data); ok {
+		if b, ok := codec.AfterMetadata(cur.data); ok && !bytes.Equal(a, b) {
+			return data
+		}
 	}
 	restored := slices.Clone(mf)
 	for i := range restored {

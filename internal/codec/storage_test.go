@@ -1,0 +1,87 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/resources/builtin"
+)
+
+func TestAfterMetadata(t *testing.T) {
+	c := newCodecs(t)
+	encode := func(l *coordinationv1.Lease) []byte {
+		t.Helper()
+		data, err := c.EncodeStorage(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	after := func(data []byte) []byte {
+		t.Helper()
+		a, ok := AfterMetadata(data)
+		if !ok {
+			t.Fatalf("AfterMetadata(%q) found no metadata", data)
+		}
+		return a
+	}
+
+	l := testLease("a")
+	spec, err := l.Spec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := binary.AppendUvarint([]byte{0x12}, uint64(len(spec))) // Lease.spec = 2
+	want = append(append(want, spec...), 0x1a, 0x00, 0x22, 0x00)  // the envelope's end
+	data := encode(l)
+	if got := after(data); !bytes.Equal(got, want) {
+		t.Fatalf("AfterMetadata = %x, want %x", got, want)
+	}
+
+	// Metadata changes (managedFields times among them) leave the end alone.
+	m := l.DeepCopy()
+	m.Name = "a-much-longer-name-than-before"
+	m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+		Time: &metav1.Time{Time: time.Unix(1_800_000_000, 0)}}}
+	if got := after(encode(m)); !bytes.Equal(got, want) {
+		t.Errorf("after a metadata change AfterMetadata = %x, want %x", got, want)
+	}
+	// A spec change does not.
+	s := l.DeepCopy()
+	renewed := metav1.NewMicroTime(s.Spec.RenewTime.Add(time.Second))
+	s.Spec.RenewTime = &renewed
+	if got := after(encode(s)); bytes.Equal(got, want) {
+		t.Error("after a spec change AfterMetadata is the same")
+	}
+
+	// Every kind stored in protobuf begins with its metadata.
+	for _, k := range builtin.Kinds(builtin.Options{}) {
+		obj := k.Storage().New()
+		obj.SetName("a")
+		data, err := c.EncodeStorage(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := AfterMetadata(data)
+		if proto := bytes.HasPrefix(data, protobufPrefix); ok != proto {
+			t.Errorf("%s: AfterMetadata found metadata %v, stored in protobuf %v", k.Names.Plural, ok, proto)
+		}
+	}
+
+	// What is not a whole encoding is refused, never misread.
+	for _, bad := range [][]byte{nil, []byte(`{"kind":"Lease","metadata":{}}`), protobufPrefix} {
+		if _, ok := AfterMetadata(bad); ok {
+			t.Errorf("AfterMetadata(%q) found metadata", bad)
+		}
+	}
+	for n := range len(data) - len(want) { // cut before the metadata's end
+		if a, ok := AfterMetadata(data[:n]); ok {
+			t.Errorf("AfterMetadata of the first %d bytes = %x", n, a)
+		}
+	}
+}
