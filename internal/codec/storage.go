@@ -46,18 +46,22 @@ func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 // DecodeStorage decodes stored bytes into into and sets its
 // resourceVersion to rev. The result has apiVersion and kind set.
 func (c *Codecs) DecodeStorage(data []byte, rev int64, into runtime.Object) error {
-	s := c.jsonStorage
-	if bytes.HasPrefix(data, protobufPrefix) {
-		s = c.protoStorage
+	done, err := c.decodeStorageProto(data, into)
+	if !done {
+		s := c.jsonStorage
+		if bytes.HasPrefix(data, protobufPrefix) {
+			s = c.protoStorage
+		}
+		var obj runtime.Object
+		obj, _, err = s.Decode(data, nil, into)
+		if err == nil && obj != into {
+			return fmt.Errorf("codec: stored object is a %T, want %T", obj, into)
+		}
 	}
-	obj, _, err := s.Decode(data, nil, into)
 	if err != nil {
 		return fmt.Errorf("codec: decoding stored object: %w", err)
 	}
-	if obj != into {
-		return fmt.Errorf("codec: stored object is a %T, want %T", obj, into)
-	}
-	m, err := meta.Accessor(obj)
+	m, err := meta.Accessor(into)
 	if err != nil {
 		return err
 	}
@@ -125,38 +129,130 @@ func withoutResourceVersion(obj runtime.Object) (runtime.Object, error) {
 // encodings whose ends differ stay different whatever is changed inside
 // their metadata.
 func AfterMetadata(data []byte) ([]byte, bool) {
-	msg, ok := bytes.CutPrefix(data, protobufPrefix)
+	env, ok := splitEnvelope(data)
 	if !ok {
 		return nil, false
 	}
+	num, typ, n := protowire.ConsumeTag(env.raw)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return nil, false
+	}
+	m := protowire.ConsumeFieldValue(num, typ, env.raw[n:])
+	if m < 0 {
+		return nil, false
+	}
+	return data[env.rawAt+n+m:], true
+}
+
+// envelope is a protobuf storage encoding taken apart: the runtime.Unknown
+// after the "k8s\x00" prefix.
+type envelope struct {
+	apiVersion, kind []byte
+	raw              []byte // the object's own encoding
+	rawAt            int    // where raw begins in the encoding
+}
+
+// splitEnvelope takes a protobuf storage encoding apart, and says false
+// when data is not one, has fields runtime.Unknown does not, or declares a
+// content encoding or type (which no stored object has).
+func splitEnvelope(data []byte) (env envelope, ok bool) {
+	msg, ok := bytes.CutPrefix(data, protobufPrefix)
+	if !ok {
+		return envelope{}, false
+	}
+	var haveRaw bool
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return nil, false
+		if n < 0 || typ != protowire.BytesType {
+			return envelope{}, false
 		}
-		msg = msg[n:]
-		if num != 2 || typ != protowire.BytesType { // not Unknown.raw
-			if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
-				return nil, false
+		v, m := protowire.ConsumeBytes(msg[n:])
+		if m < 0 {
+			return envelope{}, false
+		}
+		switch num {
+		case 1: // typeMeta
+			if env.apiVersion, env.kind, ok = splitTypeMeta(v); !ok {
+				return envelope{}, false
 			}
-			msg = msg[n:]
-			continue
+		case 2: // raw
+			env.raw, haveRaw = v, true
+			env.rawAt = len(data) - len(msg) + n + (m - len(v))
+		case 3, 4: // contentEncoding, contentType
+			if len(v) > 0 {
+				return envelope{}, false
+			}
+		default:
+			return envelope{}, false
 		}
-		// The object: its first field must be its metadata (1).
-		_, n = protowire.ConsumeVarint(msg) // raw's length
-		if n < 0 {
-			return nil, false
-		}
-		obj := msg[n:]
-		num, typ, n = protowire.ConsumeTag(obj)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
-			return nil, false
-		}
-		obj = obj[n:]
-		if n = protowire.ConsumeFieldValue(num, typ, obj); n < 0 {
-			return nil, false
-		}
-		return obj[n:], true
+		msg = msg[n+m:]
 	}
-	return nil, false
+	return env, haveRaw
+}
+
+// splitTypeMeta reads runtime.TypeMeta's apiVersion (1) and kind (2).
+func splitTypeMeta(msg []byte) (apiVersion, kind []byte, ok bool) {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 || typ != protowire.BytesType {
+			return nil, nil, false
+		}
+		v, m := protowire.ConsumeBytes(msg[n:])
+		if m < 0 {
+			return nil, nil, false
+		}
+		switch num {
+		case 1:
+			apiVersion = v
+		case 2:
+			kind = v
+		default:
+			return nil, nil, false
+		}
+		msg = msg[n+m:]
+	}
+	return apiVersion, kind, true
+}
+
+// protoUnmarshaler is implemented by every k8s.io/api type: its generated
+// protobuf decoding.
+type protoUnmarshaler interface {
+	Reset()
+	Unmarshal([]byte) error
+}
+
+// decodeStorageProto is DecodeStorage's protobuf decoding for an object of
+// a generated type, without the serializer's copy of the object's bytes
+// (runtime.Unknown.Unmarshal copies raw): it decodes the object where it
+// lies in data. It reports false, having done nothing, when the serializer
+// must decide (not such an encoding, or a kind into is not).
+// TestDecodeStorage compares the two.
+func (c *Codecs) decodeStorageProto(data []byte, into runtime.Object) (bool, error) {
+	u, ok := into.(protoUnmarshaler)
+	if !ok {
+		return false, nil
+	}
+	env, ok := splitEnvelope(data)
+	if !ok {
+		return false, nil
+	}
+	group, version, found := bytes.Cut(env.apiVersion, []byte("/"))
+	if !found {
+		group, version = nil, group
+	}
+	gvks, _, err := c.scheme.ObjectKinds(into)
+	if err != nil {
+		return false, nil
+	}
+	for _, gvk := range gvks {
+		if string(group) == gvk.Group && string(version) == gvk.Version && string(env.kind) == gvk.Kind {
+			u.Reset()
+			if err := u.Unmarshal(env.raw); err != nil {
+				return true, err
+			}
+			into.GetObjectKind().SetGroupVersionKind(gvk)
+			return true, nil
+		}
+	}
+	return false, nil
 }

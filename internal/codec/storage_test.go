@@ -3,11 +3,15 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"reflect"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
@@ -84,4 +88,69 @@ func TestAfterMetadata(t *testing.T) {
 			t.Errorf("AfterMetadata of the first %d bytes = %x", n, a)
 		}
 	}
+}
+
+// TestDecodeStorage holds DecodeStorage's own protobuf decoding to the
+// serializer's.
+func TestDecodeStorage(t *testing.T) {
+	c := newCodecs(t)
+	type object interface {
+		runtime.Object
+		metav1.Object
+	}
+	var objs []object
+	for _, k := range builtin.Kinds(builtin.Options{}) {
+		obj := k.Storage().New()
+		obj.SetName("a")
+		obj.SetLabels(map[string]string{"k": "v"})
+		objs = append(objs, obj)
+	}
+	l := testLease("a")
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}, Time: &metav1.Time{Time: time.Unix(1_800_000_000, 0)}}}
+	objs = append(objs, l)
+
+	for _, obj := range objs {
+		data, err := c.EncodeStorage(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := func() runtime.Object { return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object) }
+		got := fresh()
+		if err := c.DecodeStorage(data, 7, got); err != nil {
+			t.Fatalf("%T: %v", obj, err)
+		}
+		want := fresh()
+		if _, _, err := c.jsonOrProto(data).Decode(data, nil, want); err != nil {
+			t.Fatalf("%T: the serializer: %v", obj, err)
+		}
+		want.(metav1.Object).SetResourceVersion("7")
+		if !equality.Semantic.DeepEqual(got, want) || got.GetObjectKind().GroupVersionKind() != want.GetObjectKind().GroupVersionKind() {
+			t.Errorf("%T: DecodeStorage = %+v, the serializer %+v", obj, got, want)
+		}
+		if gvk := got.GetObjectKind().GroupVersionKind(); gvk.Kind == "" || gvk.Version == "" {
+			t.Errorf("%T: decoded without apiVersion and kind: %v", obj, gvk)
+		}
+	}
+
+	// A stored Lease is not an Endpoints, and a damaged one is no Lease.
+	data, err := c.EncodeStorage(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DecodeStorage(data, 1, &corev1.Endpoints{}); err == nil {
+		t.Error("a stored Lease decoded into an Endpoints")
+	}
+	for _, n := range []int{5, len(data) / 2, len(data) - 5} {
+		if err := c.DecodeStorage(data[:n], 1, &coordinationv1.Lease{}); err == nil {
+			t.Errorf("the first %d of %d bytes decoded", n, len(data))
+		}
+	}
+}
+
+func (c *Codecs) jsonOrProto(data []byte) runtime.Serializer {
+	if bytes.HasPrefix(data, protobufPrefix) {
+		return c.protoStorage
+	}
+	return c.jsonStorage
 }
