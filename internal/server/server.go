@@ -34,6 +34,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/datadir"
+	"github.com/leasehold/leasehold/internal/h2server"
 	"github.com/leasehold/leasehold/internal/httpserver"
 	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/pki"
@@ -314,6 +315,7 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	h2server.Configure(s.http, &h2server.Server{})
 	ok = true
 	return s, nil
 }

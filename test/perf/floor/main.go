@@ -8,7 +8,9 @@
 //
 //	go run ./test/perf/floor --pki DATA_DIR/pki --listen 127.0.0.1:PORT
 //
-// and point a copy of DATA_DIR/admin.kubeconfig at PORT.
+// and point a copy of DATA_DIR/admin.kubeconfig at PORT. It speaks HTTP/2
+// with leasehold's server (internal/h2server), or with net/http's given
+// --net-http-h2; --cpuprofile FILE profiles its first 15 s.
 package main
 
 import (
@@ -22,12 +24,16 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/leasehold/leasehold/internal/h2server"
 )
 
 const protobuf = "application/vnd.kubernetes.protobuf"
@@ -35,13 +41,25 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 func main() {
 	pki := flag.String("pki", "", "a leasehold data directory's pki directory (ca.crt, serving.crt, serving.key)")
 	listen := flag.String("listen", "127.0.0.1:6443", "address to serve on")
+	netHTTP := flag.Bool("net-http-h2", false, "serve HTTP/2 with net/http's server instead of leasehold's")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the first 15 s here")
 	flag.Parse()
-	if err := run(*pki, *listen); err != nil {
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		time.AfterFunc(15*time.Second, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	if err := run(*pki, *listen, *netHTTP); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(pki, listen string) error {
+func run(pki, listen string, netHTTP bool) error {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "serving.crt"), filepath.Join(pki, "serving.key"))
 	if err != nil {
 		return err
@@ -95,6 +113,9 @@ func run(pki, listen string) error {
 				http.NotFound(w, r)
 			}
 		}),
+	}
+	if !netHTTP {
+		h2server.Configure(srv, &h2server.Server{})
 	}
 	log.Printf("floor: serving on https://%s", listen)
 	return srv.ListenAndServeTLS("", "")

@@ -1,0 +1,791 @@
+package h2server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Flow-control windows this server gives clients.
+const (
+	// streamWindow is each stream's receive window (request bodies),
+	// net/http's default.
+	streamWindow = 1 << 20
+	// connWindow is the connection's receive window: at most this much
+	// of request bodies waits unread for all of a connection's handlers.
+	connWindow = 1 << 20
+	// initialWindow is HTTP/2's window before SETTINGS.
+	initialWindow = 65535
+	// maxReadFrame is the largest frame clients may send: HTTP/2's
+	// default, not raised (a large body is a rare request here).
+	maxReadFrame = 16384
+)
+
+// Error codes, by their names in RFC 9113.
+const (
+	errCodeNo             = http2.ErrCodeNo
+	errCodeProtocol       = http2.ErrCodeProtocol
+	errCodeInternal       = http2.ErrCodeInternal
+	errCodeFlowControl    = http2.ErrCodeFlowControl
+	errCodeStreamClosed   = http2.ErrCodeStreamClosed
+	errCodeFrameSize      = http2.ErrCodeFrameSize
+	errCodeRefusedStream  = http2.ErrCodeRefusedStream
+	errCodeCancel         = http2.ErrCodeCancel
+	errCodeEnhanceYourCal = http2.ErrCodeEnhanceYourCalm
+)
+
+var (
+	errConnClosed   = errors.New("h2server: connection closed")
+	errStreamDone   = errors.New("h2server: the response is complete")
+	errBadPreface   = errors.New("h2server: the client's connection preface is not HTTP/2's")
+	errStreamReset  = errors.New("h2server: stream reset by the client")
+	errHandlerPanic = errors.New("h2server: handler panicked")
+)
+
+// conn is one HTTP/2 connection. Its serve goroutine reads and handles
+// every frame; handlers write their responses themselves (write.go).
+//
+// Lock order: mu, then a stream's mu, then wmu.
+type conn struct {
+	srv        *Server
+	tc         *tls.Conn
+	handler    http.Handler
+	ctx        context.Context
+	cancel     context.CancelFunc
+	tlsState   *tls.ConnectionState
+	remoteAddr string
+	maxStreams uint32
+
+	// The serve goroutine's own.
+	fr                *http2.Framer
+	peerInitialWindow int32
+	canonCache        map[string]string
+
+	mu sync.Mutex // guards the fields below
+	// streams are the open ones, counted against MAX_CONCURRENT_STREAMS.
+	streams     map[uint32]*stream
+	maxClientID uint32
+	// handlers counts running handlers, those of reset streams too, so
+	// that a client resetting streams as fast as it opens them (the
+	// "rapid reset" attack) cannot run more than maxStreams at once;
+	// the others wait in queued.
+	handlers int
+	queued   []*stream
+	// running counts the handlers started, for teardown to wait for.
+	running         sync.WaitGroup
+	unackedSettings int
+	goingAway       bool
+	closing         bool
+	idle            *time.Timer
+	// recvWindow is what the client may still send on the connection;
+	// returned is what handlers consumed since the last WINDOW_UPDATE.
+	recvWindow int32
+	returned   int32
+
+	wmu    sync.Mutex // guards the write side (write.go)
+	wcond  sync.Cond
+	out    []byte  // frames not yet written
+	outBuf *[]byte // out's pooled buffer
+	// queuedBytes and writtenBytes count what entered out and what
+	// reached the connection, for writers waiting for their frames.
+	queuedBytes, writtenBytes int64
+	flushing                  bool
+	werr                      error
+	sendWindow                int64
+	peerMaxFrame              uint32
+	henc                      *hpack.Encoder
+	hbuf                      bytes.Buffer
+	wdeadline                 time.Time
+}
+
+func newConn(s *Server, tc *tls.Conn, h http.Handler, base context.Context) *conn {
+	ctx, cancel := context.WithCancel(base)
+	state := tc.ConnectionState()
+	c := &conn{
+		srv:               s,
+		tc:                tc,
+		handler:           h,
+		ctx:               ctx,
+		cancel:            cancel,
+		tlsState:          &state,
+		remoteAddr:        tc.RemoteAddr().String(),
+		maxStreams:        s.maxStreams(),
+		peerInitialWindow: initialWindow,
+		streams:           map[uint32]*stream{},
+		recvWindow:        initialWindow,
+		sendWindow:        initialWindow,
+		peerMaxFrame:      16384,
+	}
+	c.wcond.L = &c.wmu
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.fr = http2.NewFramer(nil, tc)
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.MaxHeaderListSize = c.maxHeaderListSize()
+	c.fr.SetReuseFrames()
+	c.fr.SetMaxReadFrameSize(maxReadFrame)
+	return c
+}
+
+// maxHeaderListSize is what is advertised: the header bytes plus the
+// per-field overhead HTTP/2 counts for ten typical fields, as net/http.
+func (c *conn) maxHeaderListSize() uint32 {
+	return c.srv.maxHeaderBytes() + 10*32
+}
+
+func (c *conn) serve() {
+	defer c.teardown()
+	c.wmu.Lock()
+	c.appendSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.maxStreams},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.maxHeaderListSize()},
+	)
+	c.appendWindowUpdate(0, connWindow-initialWindow)
+	err := c.flushLocked(false)
+	c.wmu.Unlock()
+	c.mu.Lock()
+	c.unackedSettings++
+	c.recvWindow = connWindow
+	c.mu.Unlock()
+	if err != nil {
+		return
+	}
+
+	_ = c.tc.SetReadDeadline(time.Now().Add(prefaceTimeout))
+	if err := c.readPreface(); err != nil {
+		if errors.Is(err, errBadPreface) {
+			c.srv.logf("http2: %s: %v", c.remoteAddr, err)
+		}
+		return
+	}
+	_ = c.tc.SetReadDeadline(time.Time{})
+	if c.srv.IdleTimeout > 0 {
+		c.mu.Lock()
+		c.idle = time.AfterFunc(c.srv.IdleTimeout, func() { c.goAway(errCodeNo) })
+		c.mu.Unlock()
+	}
+	for {
+		f, err := c.fr.ReadFrame()
+		if err == nil {
+			err = c.processFrame(f)
+		} else if errors.Is(err, http2.ErrFrameTooLarge) {
+			err = http2.ConnectionError(errCodeFrameSize)
+		}
+		if err == nil {
+			continue
+		}
+		var se http2.StreamError
+		var ce http2.ConnectionError
+		switch {
+		case errors.As(err, &se):
+			c.streamError(se)
+		case errors.As(err, &ce):
+			c.connError(http2.ErrCode(ce), err)
+			return
+		default:
+			// The connection is gone (EOF, a reset, a close by us).
+			return
+		}
+	}
+}
+
+// readPreface reads the client's connection preface: the fixed string,
+// then a SETTINGS frame.
+func (c *conn) readPreface() error {
+	buf := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c.tc, buf); err != nil {
+		return fmt.Errorf("reading the client preface: %w", err)
+	}
+	if string(buf) != http2.ClientPreface {
+		return errBadPreface
+	}
+	f, err := c.fr.ReadFrame()
+	if err != nil {
+		return fmt.Errorf("reading the client's first SETTINGS: %w", err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		c.connError(errCodeProtocol, errors.New("the client's first frame is not SETTINGS"))
+		return errors.New("the client's first frame is not SETTINGS")
+	}
+	if err := c.processSettings(sf); err != nil {
+		c.connError(errCodeProtocol, err)
+		return err
+	}
+	return nil
+}
+
+func (c *conn) processFrame(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		return c.processHeaders(f)
+	case *http2.DataFrame:
+		return c.processData(f)
+	case *http2.WindowUpdateFrame:
+		return c.processWindowUpdate(f)
+	case *http2.SettingsFrame:
+		return c.processSettings(f)
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil // this server sends no pings
+		}
+		c.wmu.Lock()
+		c.appendFrame(http2.FramePing, http2.FlagPingAck, 0, f.Data[:]...)
+		err := c.flushLocked(false)
+		c.wmu.Unlock()
+		return err
+	case *http2.RSTStreamFrame:
+		return c.processReset(f)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			return http2.StreamError{StreamID: f.StreamID, Code: errCodeProtocol}
+		}
+		return nil
+	case *http2.GoAwayFrame:
+		if f.ErrCode != errCodeNo {
+			c.srv.logf("http2: %s: the client sent GOAWAY %v: %q", c.remoteAddr, f.ErrCode, f.DebugData())
+		}
+		c.goAway(errCodeNo)
+		return nil
+	case *http2.PushPromiseFrame:
+		return http2.ConnectionError(errCodeProtocol)
+	default:
+		// Unknown types are ignored (RFC 9113, 5.5); CONTINUATION
+		// frames arrive merged into their HEADERS.
+		return nil
+	}
+}
+
+// idleStream reports whether id was never opened by the client.
+func (c *conn) idleStream(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return id > c.maxClientID
+}
+
+func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	if id%2 != 1 {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+	}
+	c.mu.Lock()
+	if st := c.streams[id]; st != nil {
+		c.mu.Unlock()
+		return c.processTrailers(st, f)
+	}
+	if id <= c.maxClientID {
+		c.mu.Unlock()
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	c.maxClientID = id
+	if c.goingAway {
+		// Past the GOAWAY's last stream: ignored, the client retries
+		// it on a new connection.
+		c.mu.Unlock()
+		return nil
+	}
+	if uint32(len(c.streams)) >= c.maxStreams {
+		unacked := c.unackedSettings > 0
+		c.mu.Unlock()
+		if unacked {
+			return http2.StreamError{StreamID: id, Code: errCodeRefusedStream}
+		}
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+	}
+	c.mu.Unlock()
+
+	st := newStream(c, id, f.StreamEnded())
+	req, err := c.newRequest(st, f)
+	if err != nil {
+		st.cancel(err)
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol, Cause: err}
+	}
+	st.sendWindow = int64(c.peerInitialWindow)
+	st.tooLarge = f.Truncated
+
+	c.mu.Lock()
+	c.streams[id] = st
+	if c.idle != nil && len(c.streams) == 1 {
+		c.idle.Stop()
+	}
+	start := true
+	if c.handlers >= int(c.maxStreams) {
+		if len(c.queued) >= 4*int(c.maxStreams) {
+			c.mu.Unlock()
+			return http2.ConnectionError(errCodeEnhanceYourCal)
+		}
+		st.req = req
+		c.queued = append(c.queued, st)
+		start = false
+	} else {
+		c.handlers++
+	}
+	c.mu.Unlock()
+	if start {
+		c.startHandler(st, req)
+	}
+	return nil
+}
+
+// processTrailers takes a request's trailers: they end its body. Their
+// fields are not given to handlers (nothing here reads them).
+func (c *conn) processTrailers(st *stream, f *http2.MetaHeadersFrame) error {
+	c.mu.Lock()
+	done := st.remoteDone
+	c.mu.Unlock()
+	if done {
+		return http2.StreamError{StreamID: st.id, Code: errCodeStreamClosed}
+	}
+	if !f.StreamEnded() {
+		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
+	}
+	if err := st.endBody(); err != nil {
+		return err
+	}
+	c.remoteEnded(st)
+	return nil
+}
+
+func (c *conn) processData(f *http2.DataFrame) error {
+	id := f.StreamID
+	size := int32(f.Length) // padding included: it counts against windows
+	data := f.Data()
+	c.mu.Lock()
+	if size > c.recvWindow {
+		c.mu.Unlock()
+		return http2.ConnectionError(errCodeFlowControl)
+	}
+	c.recvWindow -= size
+	st := c.streams[id]
+	if st == nil || st.remoteDone {
+		idle := id > c.maxClientID
+		c.mu.Unlock()
+		if idle {
+			return http2.ConnectionError(errCodeProtocol)
+		}
+		c.returnWindow(int(size))
+		return http2.StreamError{StreamID: id, Code: errCodeStreamClosed}
+	}
+	c.mu.Unlock()
+	if pad := int(size) - len(data); pad > 0 {
+		c.returnWindow(pad)
+	}
+	if err := st.receive(data, size, f.StreamEnded()); err != nil {
+		return err
+	}
+	if f.StreamEnded() {
+		c.remoteEnded(st)
+	}
+	return nil
+}
+
+func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
+	incr := int64(f.Increment)
+	if f.StreamID == 0 {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		if c.sendWindow+incr > 1<<31-1 {
+			return http2.ConnectionError(errCodeFlowControl)
+		}
+		c.sendWindow += incr
+		c.wcond.Broadcast()
+		return nil
+	}
+	c.mu.Lock()
+	st := c.streams[f.StreamID]
+	idle := f.StreamID > c.maxClientID
+	c.mu.Unlock()
+	if idle {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	if st == nil {
+		return nil // a closed stream's: it may cross our END_STREAM
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if st.sendWindow+incr > 1<<31-1 {
+		return http2.StreamError{StreamID: st.id, Code: errCodeFlowControl}
+	}
+	st.sendWindow += incr
+	c.wcond.Broadcast()
+	return nil
+}
+
+func (c *conn) processReset(f *http2.RSTStreamFrame) error {
+	c.mu.Lock()
+	st := c.streams[f.StreamID]
+	idle := f.StreamID > c.maxClientID
+	c.mu.Unlock()
+	if idle {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	if st != nil {
+		c.resetStream(st, errCodeNo, errStreamReset, false)
+	}
+	return nil
+}
+
+func (c *conn) processSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.unackedSettings == 0 {
+			return http2.ConnectionError(errCodeProtocol)
+		}
+		c.unackedSettings--
+		return nil
+	}
+	if f.NumSettings() > 100 {
+		// Not in the RFC: a client this talkative is not one.
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingHeaderTableSize:
+			c.wmu.Lock()
+			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
+			c.wmu.Unlock()
+		case http2.SettingInitialWindowSize:
+			return c.setInitialWindow(int32(s.Val))
+		case http2.SettingMaxFrameSize:
+			c.wmu.Lock()
+			c.peerMaxFrame = s.Val
+			c.wmu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	c.appendFrame(http2.FrameSettings, http2.FlagSettingsAck, 0)
+	err = c.flushLocked(false)
+	c.wmu.Unlock()
+	return err
+}
+
+// setInitialWindow applies a new SETTINGS_INITIAL_WINDOW_SIZE to every
+// open stream's send window (RFC 9113, 6.9.2).
+func (c *conn) setInitialWindow(v int32) error {
+	delta := int64(v) - int64(c.peerInitialWindow)
+	c.peerInitialWindow = v
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for _, st := range c.streams {
+		if st.sendWindow+delta > 1<<31-1 {
+			return http2.ConnectionError(errCodeFlowControl)
+		}
+		st.sendWindow += delta
+	}
+	c.wcond.Broadcast()
+	return nil
+}
+
+// startHandler runs the handler of st's request on a worker.
+func (c *conn) startHandler(st *stream, req *http.Request) {
+	c.running.Add(1)
+	c.srv.workers.run(func() {
+		defer c.running.Done()
+		c.runHandler(st, req)
+	})
+}
+
+func (c *conn) runHandler(st *stream, req *http.Request) {
+	rw := &responseWriter{c: c, st: st, req: req, header: make(http.Header, 4), declLen: -1, isHead: req.Method == http.MethodHead}
+	defer func() {
+		p := recover()
+		if p != nil {
+			if p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value, as net/http compares it
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.logf("http2: panic serving %s: %v\n%s", c.remoteAddr, p, buf)
+			}
+			c.resetStream(st, errCodeInternal, errHandlerPanic, true)
+		} else {
+			rw.finish()
+		}
+		c.handlerDone(st)
+	}()
+	h := c.handler
+	if st.tooLarge {
+		h = http.HandlerFunc(headerListTooLong)
+	}
+	h.ServeHTTP(rw, req)
+}
+
+// headerListTooLong answers a request whose header list went past
+// MAX_HEADER_LIST_SIZE, as net/http does.
+func headerListTooLong(w http.ResponseWriter, _ *http.Request) {
+	const body = "<h1>HTTP Error 431</h1><p>Request Header Field(s) Too Large</p>"
+	w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
+	_, _ = io.WriteString(w, body)
+}
+
+// handlerDone notes the end of st's handler, and starts a queued
+// handler in its place.
+func (c *conn) handlerDone(st *stream) {
+	st.closeBody()
+	st.stopTimers()
+	c.mu.Lock()
+	c.handlers--
+	var next *stream
+	for len(c.queued) > 0 && next == nil {
+		next = c.queued[0]
+		c.queued = c.queued[1:]
+		if next.removed {
+			next = nil
+		}
+	}
+	if next != nil {
+		c.handlers++
+	}
+	unfinished := !st.removed && !st.localDone
+	closeConn := c.drainedLocked()
+	c.mu.Unlock()
+	if unfinished {
+		// The response could not be completed (finish failed): the
+		// stream cannot stay open without a handler.
+		c.resetStream(st, errCodeInternal, errStreamDone, true)
+	}
+	st.cancel(context.Canceled)
+	if closeConn {
+		c.closeSoon()
+	}
+	if next != nil {
+		req := next.req
+		next.req = nil
+		c.startHandler(next, req)
+	}
+}
+
+// localEnded notes that st's response is complete (END_STREAM sent). A
+// client still sending a body nobody will read is told so (RFC 9113,
+// 8.1): the stream is reset with NO_ERROR.
+func (c *conn) localEnded(st *stream) {
+	c.mu.Lock()
+	if st.removed {
+		c.mu.Unlock()
+		return
+	}
+	st.localDone = true
+	if st.remoteDone {
+		closeConn := c.removeLocked(st)
+		c.mu.Unlock()
+		if closeConn {
+			c.closeSoon()
+		}
+		return
+	}
+	c.mu.Unlock()
+	c.resetStream(st, errCodeNo, errStreamDone, true)
+}
+
+// remoteEnded notes the end of a request body; a stream whose response
+// is also complete is then closed.
+func (c *conn) remoteEnded(st *stream) {
+	c.mu.Lock()
+	st.remoteDone = true
+	closeConn := false
+	if st.localDone && !st.removed {
+		closeConn = c.removeLocked(st)
+	}
+	c.mu.Unlock()
+	if closeConn {
+		c.closeSoon()
+	}
+}
+
+// removeLocked takes st out of the open streams. It reports whether the
+// connection, going away, has nothing left to do.
+func (c *conn) removeLocked(st *stream) bool {
+	st.removed = true
+	delete(c.streams, st.id)
+	if len(c.streams) == 0 && c.idle != nil && !c.goingAway {
+		c.idle.Reset(c.srv.IdleTimeout)
+	}
+	return c.drainedLocked()
+}
+
+func (c *conn) drainedLocked() bool {
+	return c.goingAway && len(c.streams) == 0 && c.handlers == 0
+}
+
+// resetStream ends st abnormally: its request's context is canceled
+// with cause, its body and writes fail, and with rst the client gets a
+// RST_STREAM with code (unless the stream already ended our way).
+func (c *conn) resetStream(st *stream, code http2.ErrCode, cause error, rst bool) {
+	c.mu.Lock()
+	closeConn := false
+	if !st.removed {
+		closeConn = c.removeLocked(st)
+	}
+	c.mu.Unlock()
+	st.failBody(cause)
+	c.wmu.Lock()
+	if st.werr == nil {
+		st.werr = cause
+	}
+	if rst && !st.rstSent {
+		st.rstSent, st.endSent = true, true
+		c.appendRST(st.id, code)
+		_ = c.flushLocked(false)
+	}
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	st.cancel(cause)
+	if closeConn {
+		c.closeSoon()
+	}
+}
+
+// streamError resets a stream for a client's error in it.
+func (c *conn) streamError(se http2.StreamError) {
+	c.mu.Lock()
+	st := c.streams[se.StreamID]
+	if st == nil && se.StreamID > c.maxClientID && se.StreamID%2 == 1 {
+		// A stream whose HEADERS were refused still counts as opened.
+		c.maxClientID = se.StreamID
+	}
+	c.mu.Unlock()
+	if st != nil {
+		c.resetStream(st, se.Code, se, true)
+		return
+	}
+	c.wmu.Lock()
+	c.appendRST(se.StreamID, se.Code)
+	_ = c.flushLocked(false)
+	c.wmu.Unlock()
+}
+
+// connError ends the connection for a client's error: a GOAWAY with
+// code, then the close once the client had time to read it.
+func (c *conn) connError(code http2.ErrCode, err error) {
+	c.srv.logf("http2: %s: closing the connection: %v (%v)", c.remoteAddr, err, c.fr.ErrorDetail())
+	c.mu.Lock()
+	c.goingAway = true
+	last := c.maxClientID
+	c.mu.Unlock()
+	c.wmu.Lock()
+	c.appendGoAway(last, code)
+	_ = c.flushLocked(true)
+	c.wmu.Unlock()
+	// Read what the client still sends for a moment, so that closing
+	// with unread bytes does not reset the connection before the GOAWAY
+	// reaches it.
+	_ = c.tc.SetReadDeadline(time.Now().Add(closeDelay))
+	_, _ = io.Copy(io.Discard, c.tc)
+}
+
+// goAway stops the connection taking new streams; it closes once the
+// streams it has are done.
+func (c *conn) goAway(code http2.ErrCode) {
+	c.mu.Lock()
+	if c.goingAway {
+		c.mu.Unlock()
+		return
+	}
+	c.goingAway = true
+	last := c.maxClientID
+	empty := len(c.streams) == 0 && c.handlers == 0
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
+	c.wmu.Lock()
+	c.appendGoAway(last, code)
+	_ = c.flushLocked(false)
+	c.wmu.Unlock()
+	if empty {
+		c.closeSoon()
+	}
+}
+
+// closeSoon closes the connection after closeDelay: the client reads
+// the GOAWAY, and usually closes first.
+func (c *conn) closeSoon() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
+	c.closing = true
+	time.AfterFunc(closeDelay, c.closeNow)
+}
+
+// closeNow closes the connection; the serve goroutine then tears it down.
+func (c *conn) closeNow() { _ = c.tc.Close() }
+
+// teardown ends everything the connection still has: the streams'
+// contexts and bodies, and writers waiting for it.
+func (c *conn) teardown() {
+	c.cancel()
+	_ = c.tc.Close()
+	c.mu.Lock()
+	c.goingAway = true
+	streams := make([]*stream, 0, len(c.streams))
+	for _, st := range c.streams {
+		streams = append(streams, st)
+	}
+	c.queued = nil
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
+	c.wmu.Lock()
+	if c.werr == nil {
+		c.werr = errConnClosed
+	}
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	for _, st := range streams {
+		c.resetStream(st, errCodeNo, errConnClosed, false)
+	}
+	// The connection is done once its handlers are: http.Server.Shutdown,
+	// which waits for connections, then waits for them too.
+	c.running.Wait()
+}
+
+// returnWindow gives n bytes of the connection's receive window back to
+// the client, in WINDOW_UPDATEs of at least a quarter of the window.
+func (c *conn) returnWindow(n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.returned += int32(n)
+	var incr int32
+	if c.returned >= connWindow/4 {
+		incr = c.returned
+		c.returned = 0
+		c.recvWindow += incr
+	}
+	c.mu.Unlock()
+	if incr > 0 {
+		c.sendWindowUpdate(0, uint32(incr))
+	}
+}
+
+func (c *conn) sendWindowUpdate(id, incr uint32) {
+	c.wmu.Lock()
+	c.appendWindowUpdate(id, incr)
+	_ = c.flushLocked(false)
+	c.wmu.Unlock()
+}

@@ -1,0 +1,318 @@
+package h2server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2/hpack"
+)
+
+// bufSize is how much of a body a response keeps before writing it: a
+// small answer goes out whole, with its headers, when the handler
+// returns.
+const bufSize = 16 << 10
+
+// responseWriter is a stream's http.ResponseWriter, with the methods
+// http.ResponseController looks for (flushing, deadlines, full duplex).
+// Like net/http's, it is used by one goroutine at a time.
+type responseWriter struct {
+	c      *conn
+	st     *stream
+	req    *http.Request
+	header http.Header
+	isHead bool
+
+	status      int
+	wroteHeader bool // WriteHeader was called (with a final status)
+	sentHeader  bool // the HEADERS frame went out
+	done        bool // the handler returned
+	closeConn   bool // the handler set "Connection: close"
+	declLen     int64
+	written     int64
+	hdr         headerBlock
+	hasType     bool
+	hasLen      bool
+	encoded     bool // Content-Encoding set: no sniffing
+	buf         []byte
+	bufp        *[]byte // buf's pooled buffer
+	err         error
+}
+
+func (rw *responseWriter) Header() http.Header { return rw.header }
+
+func (rw *responseWriter) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if rw.done || rw.wroteHeader {
+		return
+	}
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		// Informational: sent at once, the final status still to come.
+		h := headerBlock{status: code}
+		rw.snapshot(&h)
+		if err := rw.c.writeStream(rw.st, &h, nil, false); err != nil {
+			rw.err = err
+		}
+		return
+	}
+	rw.wroteHeader = true
+	rw.status = code
+	if cl := rw.header.Get("Content-Length"); cl != "" {
+		if v, err := strconv.ParseUint(cl, 10, 63); err == nil {
+			rw.declLen = int64(v)
+		} else {
+			rw.header.Del("Content-Length")
+		}
+	}
+	// The header map as it is now is the response's: later changes to
+	// it have no effect, as with net/http.
+	rw.hdr.status = code
+	rw.snapshot(&rw.hdr)
+}
+
+// snapshot appends the header map's fields to h, as HTTP/2 carries them:
+// names in lower case, no connection-specific fields, nothing invalid.
+func (rw *responseWriter) snapshot(h *headerBlock) {
+	for k, vv := range rw.header {
+		name, ok := lowerHeader(k)
+		if !ok {
+			continue
+		}
+		switch name {
+		case "connection":
+			if len(vv) > 0 && strings.EqualFold(vv[0], "close") {
+				rw.closeConn = true
+			}
+			continue
+		case "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+			continue
+		case "content-type":
+			rw.hasType = true
+		case "content-length":
+			rw.hasLen = true
+		case "content-encoding":
+			rw.encoded = true
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				continue
+			}
+			// An audit ID is new on every response: never indexed, it
+			// keeps HPACK's table for the fields that repeat.
+			h.fields = append(h.fields, hpack.HeaderField{Name: name, Value: v, Sensitive: name == "audit-id"})
+		}
+	}
+	if _, ok := rw.header["Date"]; !ok {
+		h.fields = append(h.fields, hpack.HeaderField{Name: "date", Value: httpDate()})
+	}
+}
+
+func (rw *responseWriter) Write(p []byte) (int, error) {
+	if rw.done {
+		return 0, errStreamDone
+	}
+	if !rw.wroteHeader {
+		rw.WriteHeader(http.StatusOK)
+	}
+	if !bodyAllowed(rw.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	rw.written += int64(len(p))
+	if rw.declLen >= 0 && rw.written > rw.declLen {
+		return 0, http.ErrContentLength
+	}
+	if rw.err != nil {
+		return 0, rw.err
+	}
+	// A response to HEAD buffers its body too: the Content-Length and
+	// Content-Type sent are those of the body a GET would get.
+	if len(rw.buf)+len(p) <= bufSize {
+		if rw.bufp == nil {
+			rw.bufp = getBuffer(&bodyBuffers)
+			rw.buf = (*rw.bufp)[:0]
+		}
+		rw.buf = append(rw.buf, p...)
+		return len(p), nil
+	}
+	if err := rw.send(p, false); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush implements http.Flusher.
+func (rw *responseWriter) Flush() { _ = rw.FlushError() }
+
+// FlushError sends the header and what the body buffered.
+func (rw *responseWriter) FlushError() error {
+	if rw.done {
+		return errStreamDone
+	}
+	if !rw.wroteHeader {
+		rw.WriteHeader(http.StatusOK)
+	}
+	if rw.err != nil {
+		return rw.err
+	}
+	if rw.sentHeader && len(rw.buf) == 0 {
+		return nil
+	}
+	return rw.send(nil, false)
+}
+
+// SetReadDeadline bounds reads of the request body.
+func (rw *responseWriter) SetReadDeadline(t time.Time) error {
+	rw.st.setReadDeadline(t)
+	return nil
+}
+
+// SetWriteDeadline resets the stream when t passes (net/http's HTTP/2
+// server does the same).
+func (rw *responseWriter) SetWriteDeadline(t time.Time) error {
+	rw.st.setWriteDeadline(t)
+	return nil
+}
+
+// EnableFullDuplex: HTTP/2 is.
+func (rw *responseWriter) EnableFullDuplex() error { return nil }
+
+// FinishResponse completes the response before the handler returns;
+// what the handler writes after it is refused. (httpserver's request
+// timeout answers 504 with it while a handler still runs.)
+func (rw *responseWriter) FinishResponse() error {
+	rw.finish()
+	return rw.err
+}
+
+// finish completes the response once the handler returned.
+func (rw *responseWriter) finish() {
+	if rw.done {
+		return
+	}
+	if !rw.wroteHeader {
+		rw.WriteHeader(http.StatusOK)
+	}
+	if rw.err == nil {
+		_ = rw.send(nil, true)
+	}
+	rw.done = true
+	if rw.bufp != nil {
+		putBuffer(&bodyBuffers, rw.bufp, rw.buf, bufSize)
+		rw.buf, rw.bufp = nil, nil
+	}
+	if rw.closeConn {
+		rw.c.goAway(errCodeNo)
+	}
+}
+
+// send writes the header if it was not yet, the buffered body and more,
+// ending the stream with end.
+func (rw *responseWriter) send(more []byte, end bool) error {
+	var h *headerBlock
+	if !rw.sentHeader {
+		rw.sentHeader = true
+		rw.completeHeader(end, more)
+		h = &rw.hdr
+	}
+	if rw.isHead {
+		rw.buf, more = rw.buf[:0], nil
+	}
+	var err error
+	if len(more) == 0 || len(rw.buf) == 0 {
+		data := rw.buf
+		if len(data) == 0 {
+			data = more
+		}
+		err = rw.c.writeStream(rw.st, h, data, end)
+	} else if err = rw.c.writeStream(rw.st, h, rw.buf, false); err == nil {
+		err = rw.c.writeStream(rw.st, nil, more, end)
+	}
+	rw.buf = rw.buf[:0]
+	if err != nil {
+		rw.err = err
+		return err
+	}
+	if end {
+		rw.c.localEnded(rw.st)
+	}
+	return nil
+}
+
+// completeHeader adds what net/http adds to a response's header: the
+// length of a body written whole when the handler returned, and a
+// Content-Type sniffed from the first bytes when the handler set none.
+func (rw *responseWriter) completeHeader(final bool, more []byte) {
+	if !bodyAllowed(rw.status) {
+		return
+	}
+	if final && !rw.hasLen && rw.declLen < 0 && (len(rw.buf) > 0 || !rw.isHead) {
+		rw.hdr.fields = append(rw.hdr.fields, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(rw.buf))})
+	}
+	if !rw.hasType && !rw.encoded {
+		first := rw.buf
+		if len(first) == 0 {
+			first = more
+		}
+		if len(first) > 0 {
+			rw.hdr.fields = append(rw.hdr.fields, hpack.HeaderField{Name: "content-type", Value: http.DetectContentType(first)})
+		}
+	}
+}
+
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+// commonLower are the header names responses usually carry, in their
+// HTTP/2 form, so that they need no lowering.
+var commonLower = map[string]string{
+	"Audit-Id":               "audit-id",
+	"Cache-Control":          "cache-control",
+	"Content-Encoding":       "content-encoding",
+	"Content-Length":         "content-length",
+	"Content-Type":           "content-type",
+	"Date":                   "date",
+	"Retry-After":            "retry-after",
+	"Vary":                   "vary",
+	"Warning":                "warning",
+	"Www-Authenticate":       "www-authenticate",
+	"X-Content-Type-Options": "x-content-type-options",
+	"Location":               "location",
+	"Last-Modified":          "last-modified",
+	"Etag":                   "etag",
+}
+
+// lowerHeader is k in lower case, and whether it is a valid field name.
+func lowerHeader(k string) (string, bool) {
+	if v, ok := commonLower[k]; ok {
+		return v, true
+	}
+	if !httpguts.ValidHeaderFieldName(k) {
+		return "", false
+	}
+	return strings.ToLower(k), true
+}
+
+// httpDate is the Date header's value, formatted once a second.
+func httpDate() string {
+	now := time.Now().Unix()
+	if d := cachedDate.Load(); d != nil && d.unix == now {
+		return d.text
+	}
+	d := &dateText{unix: now, text: time.Unix(now, 0).UTC().Format(http.TimeFormat)}
+	cachedDate.Store(d)
+	return d.text
+}
+
+type dateText struct {
+	unix int64
+	text string
+}
+
+var cachedDate atomic.Pointer[dateText]

@@ -1,0 +1,187 @@
+package h2server
+
+import (
+	"context"
+	"crypto/tls"
+	"log"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults, as net/http's HTTP/2 server and kube-apiserver have them.
+const (
+	// defaultMaxStreams is kube-apiserver's MAX_CONCURRENT_STREAMS.
+	defaultMaxStreams = 250
+	// defaultWriteByteTimeout closes a connection whose writes make no
+	// progress for this long: a client that stopped reading.
+	defaultWriteByteTimeout = 60 * time.Second
+	// prefaceTimeout bounds the wait for the client's preface and
+	// first SETTINGS frame.
+	prefaceTimeout = 10 * time.Second
+	// closeDelay lets a peer read a GOAWAY before the connection closes.
+	closeDelay = time.Second
+)
+
+// Server serves the HTTP/2 connections an http.Server hands over after a
+// TLS handshake that chose "h2" (Configure).
+type Server struct {
+	// MaxConcurrentStreams is advertised to clients: the streams a
+	// connection may have open at once; 0 means 250.
+	MaxConcurrentStreams uint32
+	// MaxHeaderBytes limits a request's header list (names, values and
+	// 32 bytes per field, as HTTP/2 counts it); 0 means 1 MiB.
+	MaxHeaderBytes int
+	// IdleTimeout closes a connection without streams for this long;
+	// 0 means never.
+	IdleTimeout time.Duration
+	// WriteByteTimeout closes a connection when a write to it makes no
+	// progress for this long; 0 means 60 s.
+	WriteByteTimeout time.Duration
+	// ErrorLog receives what goes wrong on connections (handler panics,
+	// protocol errors of clients); nil means the log package's logger.
+	ErrorLog *log.Logger
+
+	workers workers
+
+	mu           sync.Mutex
+	conns        map[*conn]struct{}
+	shuttingDown bool
+}
+
+// Configure makes hs hand its "h2" connections to s, and end them
+// gracefully (GOAWAY, then close once their streams are done) when hs
+// shuts down. hs.TLSConfig must offer "h2" in NextProtos.
+func Configure(hs *http.Server, s *Server) {
+	if s.MaxHeaderBytes == 0 {
+		s.MaxHeaderBytes = hs.MaxHeaderBytes
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = hs.IdleTimeout
+	}
+	if s.ErrorLog == nil {
+		s.ErrorLog = hs.ErrorLog
+	}
+	if hs.TLSNextProto == nil {
+		hs.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	hs.TLSNextProto["h2"] = func(_ *http.Server, tc *tls.Conn, h http.Handler) { s.ServeConn(tc, h) }
+	hs.RegisterOnShutdown(s.shutdown)
+}
+
+// ServeConn serves HTTP/2 on tc, whose handshake is done, with h, until
+// the connection and the handlers it started end. The requests' contexts derive from h's
+// BaseContext when it has one (net/http's handler for a connection
+// does), else from context.Background.
+func (s *Server) ServeConn(tc *tls.Conn, h http.Handler) {
+	base := context.Background()
+	if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+		base = bc.BaseContext()
+	}
+	c := newConn(s, tc, h, base)
+	if !s.track(c) {
+		c.closeNow()
+		return
+	}
+	defer s.untrack(c)
+	c.serve()
+}
+
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[*conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// shutdown sends every connection a GOAWAY; each closes once its streams
+// are done. http.Server.Shutdown waits for that.
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	s.shuttingDown = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.goAway(errCodeNo)
+	}
+}
+
+func (s *Server) maxStreams() uint32 {
+	if s.MaxConcurrentStreams == 0 {
+		return defaultMaxStreams
+	}
+	return s.MaxConcurrentStreams
+}
+
+func (s *Server) maxHeaderBytes() uint32 {
+	if s.MaxHeaderBytes <= 0 {
+		return 1 << 20
+	}
+	return uint32(min(s.MaxHeaderBytes, 16<<20))
+}
+
+func (s *Server) writeByteTimeout() time.Duration {
+	if s.WriteByteTimeout == 0 {
+		return defaultWriteByteTimeout
+	}
+	return s.WriteByteTimeout
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
+
+// workers run handlers on goroutines that outlive them: a handler's calls
+// go deep, so a fresh goroutine's stack would grow, and be copied, on
+// most requests. An idle worker waits for the next handler instead.
+type workers struct {
+	idle chan func()
+	once sync.Once
+}
+
+// workerIdle is how long a worker waits for a handler before it ends.
+const workerIdle = 10 * time.Second
+
+// run runs f on an idle worker, or on a new one if none is waiting.
+func (w *workers) run(f func()) {
+	w.once.Do(func() { w.idle = make(chan func()) })
+	select {
+	case w.idle <- f:
+	default:
+		go w.loop(f)
+	}
+}
+
+func (w *workers) loop(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		f = nil // not kept alive while idle
+		t.Reset(workerIdle)
+		select {
+		case f = <-w.idle:
+		case <-t.C:
+			return
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package h2server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+var errBodyClosed = errors.New("http2: request body closed due to handler exiting")
+
+// stream is one request and its response.
+type stream struct {
+	c      *conn
+	id     uint32
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// req is the request of a stream waiting for a handler slot.
+	req *http.Request
+	// tooLarge: the header list was cut at MAX_HEADER_LIST_SIZE (431).
+	tooLarge bool
+
+	// Guarded by c.mu.
+	remoteDone bool // the client ended its side (END_STREAM)
+	localDone  bool // the response is complete (END_STREAM sent)
+	removed    bool // no longer among the connection's open streams
+
+	// Guarded by c.wmu.
+	sendWindow int64
+	werr       error // why writes fail now
+	endSent    bool  // END_STREAM or RST_STREAM sent
+	rstSent    bool
+
+	// The request body, guarded by mu.
+	mu   sync.Mutex
+	cond sync.Cond
+	data []byte
+	off  int
+	// rerr is io.EOF once the body is complete, or why reads fail.
+	rerr       error
+	bodyClosed bool
+	// recvWindow is what the client may still send on the stream;
+	// unacked is what the handler read since the last WINDOW_UPDATE.
+	recvWindow    int32
+	unacked       int32
+	declared      int64 // Content-Length, -1 when none
+	got           int64
+	needContinue  bool
+	readTimer     *time.Timer
+	writeTimer    *time.Timer
+	body          requestBody
+	timersStopped bool
+}
+
+func newStream(c *conn, id uint32, ended bool) *stream {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	st := &stream{c: c, id: id, ctx: ctx, cancel: cancel, recvWindow: streamWindow, declared: -1}
+	st.cond.L = &st.mu
+	st.body.st = st
+	if ended {
+		st.remoteDone = true
+		st.rerr = io.EOF
+	}
+	return st
+}
+
+// receive takes a DATA frame's data (size with its padding) for the
+// body.
+func (st *stream) receive(data []byte, size int32, end bool) error {
+	st.mu.Lock()
+	if size > st.recvWindow {
+		st.mu.Unlock()
+		st.c.returnWindow(int(size))
+		return http2.StreamError{StreamID: st.id, Code: errCodeFlowControl}
+	}
+	st.recvWindow -= size
+	st.got += int64(len(data))
+	if st.declared >= 0 && (st.got > st.declared || end && st.got != st.declared) {
+		st.mu.Unlock()
+		st.c.returnWindow(len(data))
+		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol, Cause: errors.New("request body length differs from its Content-Length")}
+	}
+	if st.bodyClosed || st.rerr != nil {
+		// Nobody reads it: the connection's window comes back at once.
+		st.mu.Unlock()
+		st.c.returnWindow(len(data))
+		return nil
+	}
+	if len(data) > 0 {
+		if st.off == len(st.data) {
+			st.data, st.off = st.data[:0], 0
+		}
+		st.data = append(st.data, data...)
+	}
+	if end {
+		st.rerr = io.EOF
+	}
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	return nil
+}
+
+// endBody ends the body at trailers.
+func (st *stream) endBody() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.declared >= 0 && st.got != st.declared {
+		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
+	}
+	if st.rerr == nil {
+		st.rerr = io.EOF
+	}
+	st.cond.Broadcast()
+	return nil
+}
+
+// failBody makes reads of the body fail with err from now on, but for
+// what was already received.
+func (st *stream) failBody(err error) {
+	st.mu.Lock()
+	if st.rerr == nil {
+		st.rerr = err
+	}
+	st.cond.Broadcast()
+	st.mu.Unlock()
+}
+
+// closeBody is the handler giving up the body: what it did not read goes
+// back to the connection's window.
+func (st *stream) closeBody() {
+	st.mu.Lock()
+	if st.bodyClosed {
+		st.mu.Unlock()
+		return
+	}
+	st.bodyClosed = true
+	unread := len(st.data) - st.off
+	st.data, st.off = nil, 0
+	if st.rerr == nil {
+		st.rerr = errBodyClosed
+	}
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	st.c.returnWindow(unread)
+}
+
+func (st *stream) read(p []byte) (int, error) {
+	st.mu.Lock()
+	if st.needContinue {
+		st.needContinue = false
+		st.mu.Unlock()
+		st.c.writeContinue(st)
+		st.mu.Lock()
+	}
+	for st.off == len(st.data) && st.rerr == nil {
+		st.cond.Wait()
+	}
+	if st.off == len(st.data) || st.bodyClosed {
+		err := st.rerr
+		if st.bodyClosed {
+			err = errBodyClosed
+		}
+		st.mu.Unlock()
+		return 0, err
+	}
+	n := copy(p, st.data[st.off:])
+	st.off += n
+	// The stream's window matters only while the client sends.
+	var streamIncr int32
+	if st.rerr == nil {
+		st.unacked += int32(n)
+		if st.unacked >= streamWindow/4 {
+			streamIncr = st.unacked
+			st.recvWindow += streamIncr
+			st.unacked = 0
+		}
+	}
+	st.mu.Unlock()
+	if streamIncr > 0 {
+		st.c.sendWindowUpdate(st.id, uint32(streamIncr))
+	}
+	st.c.returnWindow(n)
+	return n, nil
+}
+
+// setReadDeadline fails body reads after t, as net/http's HTTP/2 server
+// does; the zero time clears it.
+func (st *stream) setReadDeadline(t time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.timersStopped {
+		return
+	}
+	st.readTimer = resetTimer(st.readTimer, t, func() {
+		st.failBody(os.ErrDeadlineExceeded)
+	})
+}
+
+// setWriteDeadline resets the stream when t passes, as net/http's HTTP/2
+// server does; the zero time clears it.
+func (st *stream) setWriteDeadline(t time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.timersStopped {
+		return
+	}
+	st.writeTimer = resetTimer(st.writeTimer, t, func() {
+		st.c.resetStream(st, errCodeInternal, os.ErrDeadlineExceeded, true)
+	})
+}
+
+func (st *stream) stopTimers() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.timersStopped = true
+	for _, t := range []*time.Timer{st.readTimer, st.writeTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// resetTimer arms t (made with f when nil) to fire at deadline, or
+// stops it for the zero time.
+func resetTimer(t *time.Timer, deadline time.Time, f func()) *time.Timer {
+	if deadline.IsZero() {
+		if t != nil {
+			t.Stop()
+		}
+		return t
+	}
+	d := time.Until(deadline)
+	if t == nil {
+		return time.AfterFunc(d, f)
+	}
+	t.Reset(d)
+	return t
+}
+
+// requestBody is a request's Body.
+type requestBody struct{ st *stream }
+
+func (b *requestBody) Read(p []byte) (int, error) { return b.st.read(p) }
+
+func (b *requestBody) Close() error {
+	b.st.closeBody()
+	return nil
+}
