@@ -1,0 +1,156 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/auth"
+	"github.com/leasehold/leasehold/internal/h2server"
+)
+
+// TestWithTimeoutHTTP2 is TestWithTimeout through leasehold's HTTP/2
+// server, where the handler runs in the request's goroutine and the
+// deadline is a timer's (timeoutInline): the client hears of the
+// deadline when it passes, whatever the handler does.
+func TestWithTimeoutHTTP2(t *testing.T) {
+	get := auth.Attributes{Verb: "get", ResourceRequest: true, Resource: "leases", Namespace: "a", Name: "x"}
+	serve := func(t *testing.T, next func(http.ResponseWriter, *http.Request)) (*httptest.Server, *Server) {
+		s := newBareServer(t)
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if finisherOf(w) == nil {
+				t.Error("leasehold's HTTP/2 server's writer cannot finish a response early")
+			}
+			s.withTimeout(w, req, withAttrs(req, get), next)
+		}))
+		ts.EnableHTTP2 = true
+		h2server.Configure(ts.Config, &h2server.Server{})
+		ts.StartTLS()
+		t.Cleanup(ts.Close)
+		return ts, s
+	}
+	statusOf := func(t *testing.T, resp *http.Response) metav1.Status {
+		t.Helper()
+		defer resp.Body.Close()
+		var st metav1.Status
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	t.Run("a handler past its deadline gets a 504 at the deadline", func(t *testing.T) {
+		release, handled := make(chan struct{}), make(chan error, 1)
+		ts, s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			<-release // deaf to its context
+			w.Header().Set("X-Late", "1")
+			_, err := w.Write([]byte("late"))
+			handled <- err
+		})
+		resp, err := ts.Client().Get(ts.URL + "/apis/x?timeout=100ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get("X-Late") != "" {
+			t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+		}
+		if st := statusOf(t, resp); st.Reason != metav1.StatusReasonTimeout {
+			t.Errorf("status %+v", st)
+		}
+		close(release)
+		if err := <-handled; !errors.Is(err, http.ErrHandlerTimeout) {
+			t.Errorf("late write: %v", err)
+		}
+		s.Wait()
+	})
+
+	t.Run("a panic after the 504 leaves it be", func(t *testing.T) {
+		release, panicking := make(chan struct{}), make(chan struct{})
+		ts, s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/again" {
+				return
+			}
+			<-release
+			close(panicking)
+			panic("late boom")
+		})
+		resp, err := ts.Client().Get(ts.URL + "/apis/x?timeout=100ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusGatewayTimeout {
+			t.Fatalf("%d", resp.StatusCode)
+		}
+		resp.Body.Close()
+		close(release)
+		<-panicking // (and so s.Wait waits for this handler)
+		s.Wait()
+		// The connection still serves.
+		resp, err = ts.Client().Get(ts.URL + "/again")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("after the panic: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("a panic is a 500", func(t *testing.T) {
+		ts, _ := serve(t, func(http.ResponseWriter, *http.Request) { panic("boom") })
+		resp, err := ts.Client().Get(ts.URL + "/apis/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := statusOf(t, resp); resp.StatusCode != http.StatusInternalServerError || st.Reason != metav1.StatusReasonInternalError {
+			t.Errorf("%d %+v", resp.StatusCode, st)
+		}
+	})
+
+	t.Run("an answer begun may finish within the grace", func(t *testing.T) {
+		ts, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			<-r.Context().Done()
+			_, _ = w.Write([]byte("done"))
+		})
+		resp, err := ts.Client().Get(ts.URL + "/apis/x?timeout=100ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK || string(body) != "done" {
+			t.Errorf("%d %q %v", resp.StatusCode, body, err)
+		}
+	})
+
+	t.Run("an answer begun and not finished is reset after the grace", func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		ts, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+		})
+		start := time.Now()
+		resp, err := ts.Client().Get(ts.URL + "/apis/x?timeout=100ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		if err == nil || !strings.Contains(err.Error(), "stream error") {
+			t.Errorf("read %v, want a stream reset", err)
+		}
+		if took := time.Since(start); took < writeGrace || took > writeGrace+5*time.Second {
+			t.Errorf("reset after %v, want the deadline and the %v grace", took, writeGrace)
+		}
+	})
+}
