@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"sync"
@@ -58,7 +59,7 @@ var (
 // Lock order: mu, then a stream's mu, then wmu.
 type conn struct {
 	srv        *Server
-	tc         *tls.Conn
+	nc         net.Conn
 	handler    http.Handler
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -68,6 +69,8 @@ type conn struct {
 
 	// The serve goroutine's own.
 	fr                *http2.Framer
+	hb                headerBlockReader
+	decoded           decodedHeaders
 	peerInitialWindow int32
 	canonCache        map[string]string
 
@@ -108,17 +111,18 @@ type conn struct {
 	wdeadline                 time.Time
 }
 
-func newConn(s *Server, tc *tls.Conn, h http.Handler, base context.Context) *conn {
+// newConn serves HTTP/2 on nc, whose TLS state (shared by its requests)
+// is state.
+func newConn(s *Server, nc net.Conn, state *tls.ConnectionState, h http.Handler, base context.Context) *conn {
 	ctx, cancel := context.WithCancel(base)
-	state := tc.ConnectionState()
 	c := &conn{
 		srv:               s,
-		tc:                tc,
+		nc:                nc,
 		handler:           h,
 		ctx:               ctx,
 		cancel:            cancel,
-		tlsState:          &state,
-		remoteAddr:        tc.RemoteAddr().String(),
+		tlsState:          state,
+		remoteAddr:        nc.RemoteAddr().String(),
 		maxStreams:        s.maxStreams(),
 		peerInitialWindow: initialWindow,
 		streams:           map[uint32]*stream{},
@@ -128,10 +132,9 @@ func newConn(s *Server, tc *tls.Conn, h http.Handler, base context.Context) *con
 	}
 	c.wcond.L = &c.wmu
 	c.henc = hpack.NewEncoder(&c.hbuf)
-	c.fr = http2.NewFramer(nil, tc)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = c.maxHeaderListSize()
+	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetReuseFrames()
+	c.hb.init()
 	c.fr.SetMaxReadFrameSize(maxReadFrame)
 	return c
 }
@@ -161,14 +164,14 @@ func (c *conn) serve() {
 		return
 	}
 
-	_ = c.tc.SetReadDeadline(time.Now().Add(prefaceTimeout))
+	_ = c.nc.SetReadDeadline(time.Now().Add(prefaceTimeout))
 	if err := c.readPreface(); err != nil {
 		if errors.Is(err, errBadPreface) {
 			c.srv.logf("http2: %s: %v", c.remoteAddr, err)
 		}
 		return
 	}
-	_ = c.tc.SetReadDeadline(time.Time{})
+	_ = c.nc.SetReadDeadline(time.Time{})
 	if c.srv.IdleTimeout > 0 {
 		c.mu.Lock()
 		c.idle = time.AfterFunc(c.srv.IdleTimeout, func() { c.goAway(errCodeNo) })
@@ -203,7 +206,7 @@ func (c *conn) serve() {
 // then a SETTINGS frame.
 func (c *conn) readPreface() error {
 	buf := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c.tc, buf); err != nil {
+	if _, err := io.ReadFull(c.nc, buf); err != nil {
 		return fmt.Errorf("reading the client preface: %w", err)
 	}
 	if string(buf) != http2.ClientPreface {
@@ -227,8 +230,18 @@ func (c *conn) readPreface() error {
 
 func (c *conn) processFrame(f http2.Frame) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
-		return c.processHeaders(f)
+	case *http2.HeadersFrame:
+		done, err := c.hb.headers(f, c.maxHeaderListSize(), &c.decoded)
+		if !done || err != nil {
+			return err
+		}
+		return c.processHeaders(&c.decoded)
+	case *http2.ContinuationFrame:
+		done, err := c.hb.continuation(f, c.maxHeaderListSize(), &c.decoded)
+		if !done || err != nil {
+			return err
+		}
+		return c.processHeaders(&c.decoded)
 	case *http2.DataFrame:
 		return c.processData(f)
 	case *http2.WindowUpdateFrame:
@@ -273,12 +286,12 @@ func (c *conn) idleStream(id uint32) bool {
 	return id > c.maxClientID
 }
 
-func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
+func (c *conn) processHeaders(f *decodedHeaders) error {
+	id := f.stream
 	if id%2 != 1 {
 		return http2.ConnectionError(errCodeProtocol)
 	}
-	if f.HasPriority() && f.Priority.StreamDep == id {
+	if f.prio && f.priority.StreamDep == id {
 		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
 	}
 	c.mu.Lock()
@@ -307,14 +320,14 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	c.mu.Unlock()
 
-	st := newStream(c, id, f.StreamEnded())
-	req, err := c.newRequest(st, f)
+	st := newStream(c, id, f.endStream)
+	req, err := c.newRequest(st, f.fields)
 	if err != nil {
 		st.cancel(err)
 		return http2.StreamError{StreamID: id, Code: errCodeProtocol, Cause: err}
 	}
 	st.sendWindow = int64(c.peerInitialWindow)
-	st.tooLarge = f.Truncated
+	st.tooLarge = f.truncated
 
 	c.mu.Lock()
 	c.streams[id] = st
@@ -342,14 +355,20 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 
 // processTrailers takes a request's trailers: they end its body. Their
 // fields are not given to handlers (nothing here reads them).
-func (c *conn) processTrailers(st *stream, f *http2.MetaHeadersFrame) error {
+func (c *conn) processTrailers(st *stream, f *decodedHeaders) error {
 	c.mu.Lock()
 	done := st.remoteDone
 	c.mu.Unlock()
 	if done {
+		c.wmu.Lock()
+		closed := st.endSent // both ways: only its removal is to come
+		c.wmu.Unlock()
+		if closed {
+			return http2.ConnectionError(errCodeStreamClosed)
+		}
 		return http2.StreamError{StreamID: st.id, Code: errCodeStreamClosed}
 	}
-	if !f.StreamEnded() {
+	if !f.endStream || len(f.fields) > 0 && f.fields[0].IsPseudo() {
 		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
 	}
 	if err := st.endBody(); err != nil {
@@ -690,8 +709,8 @@ func (c *conn) connError(code http2.ErrCode, err error) {
 	// Read what the client still sends for a moment, so that closing
 	// with unread bytes does not reset the connection before the GOAWAY
 	// reaches it.
-	_ = c.tc.SetReadDeadline(time.Now().Add(closeDelay))
-	_, _ = io.Copy(io.Discard, c.tc)
+	_ = c.nc.SetReadDeadline(time.Now().Add(closeDelay))
+	_, _ = io.Copy(io.Discard, c.nc)
 }
 
 // goAway stops the connection taking new streams; it closes once the
@@ -731,13 +750,13 @@ func (c *conn) closeSoon() {
 }
 
 // closeNow closes the connection; the serve goroutine then tears it down.
-func (c *conn) closeNow() { _ = c.tc.Close() }
+func (c *conn) closeNow() { _ = c.nc.Close() }
 
 // teardown ends everything the connection still has: the streams'
 // contexts and bodies, and writers waiting for it.
 func (c *conn) teardown() {
 	c.cancel()
-	_ = c.tc.Close()
+	_ = c.nc.Close()
 	c.mu.Lock()
 	c.goingAway = true
 	streams := make([]*stream, 0, len(c.streams))

@@ -10,16 +10,17 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
-	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // newRequest builds st's request from its HEADERS, checking what RFC
 // 9113 (8.2 and 8.3) requires of a request's fields; an error makes the
 // request malformed (a stream error, PROTOCOL_ERROR).
-func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request, error) {
+func (c *conn) newRequest(st *stream, fields []hpack.HeaderField) (*http.Request, error) {
 	var method, path, scheme, authority string
-	for _, hf := range f.PseudoFields() {
-		switch hf.Name {
+	n := 0 // pseudo-header fields come first (checked as they were read)
+	for ; n < len(fields) && fields[n].IsPseudo(); n++ {
+		switch hf := fields[n]; hf.Name {
 		case ":method":
 			method = hf.Value
 		case ":path":
@@ -34,6 +35,7 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 			return nil, errors.New("unexpected pseudo-header " + hf.Name)
 		}
 	}
+	regular := fields[n:]
 	connect := method == http.MethodConnect
 	switch {
 	case connect && (path != "" || scheme != "" || authority == ""):
@@ -41,9 +43,10 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	case !connect && (method == "" || path == "" || scheme == ""):
 		return nil, errors.New("missing :method, :path or :scheme")
 	}
-	regular := f.RegularFields()
 	header := make(http.Header, len(regular))
-	for _, hf := range regular {
+	// The values of fields seen once (most) share one backing array.
+	values := make([]string, len(regular))
+	for i, hf := range regular {
 		switch hf.Name {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
 			return nil, errors.New("connection-specific header field " + hf.Name)
@@ -53,7 +56,12 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 			}
 		}
 		k := c.canonical(hf.Name)
-		header[k] = append(header[k], hf.Value)
+		if vv, ok := header[k]; ok {
+			header[k] = append(vv, hf.Value)
+			continue
+		}
+		values[i] = hf.Value
+		header[k] = values[i : i+1 : i+1]
 	}
 	if cookies := header["Cookie"]; len(cookies) > 1 {
 		header["Cookie"] = []string{strings.Join(cookies, "; ")}

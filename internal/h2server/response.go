@@ -79,6 +79,9 @@ func (rw *responseWriter) WriteHeader(code int) {
 // snapshot appends the header map's fields to h, as HTTP/2 carries them:
 // names in lower case, no connection-specific fields, nothing invalid.
 func (rw *responseWriter) snapshot(h *headerBlock) {
+	if h.fields == nil {
+		h.fields = make([]hpack.HeaderField, 0, len(rw.header)+3)
+	}
 	for k, vv := range rw.header {
 		name, ok := lowerHeader(k)
 		if !ok {

@@ -78,7 +78,8 @@ func (s *Server) ServeConn(tc *tls.Conn, h http.Handler) {
 	if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
 		base = bc.BaseContext()
 	}
-	c := newConn(s, tc, h, base)
+	state := tc.ConnectionState()
+	c := newConn(s, tc, &state, h, base)
 	if !s.track(c) {
 		c.closeNow()
 		return

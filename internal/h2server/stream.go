@@ -37,10 +37,11 @@ type stream struct {
 	rstSent    bool
 
 	// The request body, guarded by mu.
-	mu   sync.Mutex
-	cond sync.Cond
-	data []byte
-	off  int
+	mu    sync.Mutex
+	cond  sync.Cond
+	data  []byte
+	datap *[]byte // data's pooled buffer
+	off   int
 	// rerr is io.EOF once the body is complete, or why reads fail.
 	rerr       error
 	bodyClosed bool
@@ -92,6 +93,10 @@ func (st *stream) receive(data []byte, size int32, end bool) error {
 		return nil
 	}
 	if len(data) > 0 {
+		if st.datap == nil {
+			st.datap = getBuffer(&bodyBuffers)
+			st.data = (*st.datap)[:0]
+		}
 		if st.off == len(st.data) {
 			st.data, st.off = st.data[:0], 0
 		}
@@ -140,7 +145,10 @@ func (st *stream) closeBody() {
 	}
 	st.bodyClosed = true
 	unread := len(st.data) - st.off
-	st.data, st.off = nil, 0
+	if st.datap != nil {
+		putBuffer(&bodyBuffers, st.datap, st.data, 4*bufSize)
+	}
+	st.data, st.datap, st.off = nil, nil, 0
 	if st.rerr == nil {
 		st.rerr = errBodyClosed
 	}

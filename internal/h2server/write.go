@@ -236,7 +236,7 @@ func (c *conn) flushLocked(wait bool) error {
 		if err != nil && c.werr == nil {
 			c.werr = err
 			// The serve goroutine sees the close and tears down.
-			_ = c.tc.Close()
+			_ = c.nc.Close()
 		}
 		c.wcond.Broadcast()
 	}
@@ -256,10 +256,10 @@ func (c *conn) write(b []byte) error {
 	now := time.Now()
 	if c.wdeadline.Sub(now) < timeout/2 {
 		c.wdeadline = now.Add(timeout)
-		if err := c.tc.SetWriteDeadline(c.wdeadline); err != nil {
+		if err := c.nc.SetWriteDeadline(c.wdeadline); err != nil {
 			return err
 		}
 	}
-	_, err := c.tc.Write(b)
+	_, err := c.nc.Write(b)
 	return err
 }
