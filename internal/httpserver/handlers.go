@@ -77,7 +77,12 @@ func listOptions(query url.Values) (*metainternalversion.ListOptions, error) {
 	return opts, nil
 }
 
+// decodeParams decodes a request's query parameters into options, which
+// must be zero: an empty query leaves them so.
 func decodeParams(query url.Values, into runtime.Object) error {
+	if len(query) == 0 {
+		return nil // into keeps its zero value, as decoding nothing leaves it
+	}
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, into); err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
@@ -90,11 +95,13 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.
 		return err
 	}
 	var opts metav1.CreateOptions
-	if err := decodeParams(r.query, &opts); err != nil {
-		return err
-	}
-	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
+	if len(r.query) > 0 { // zero options, which are valid, otherwise
+		if err := decodeParams(r.query, &opts); err != nil {
+			return err
+		}
+		if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
+			return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
+		}
 	}
 	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
 	if err != nil {
@@ -115,11 +122,13 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.
 		return err
 	}
 	var opts metav1.UpdateOptions
-	if err := decodeParams(r.query, &opts); err != nil {
-		return err
-	}
-	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
+	if len(r.query) > 0 { // zero options, which are valid, otherwise
+		if err := decodeParams(r.query, &opts); err != nil {
+			return err
+		}
+		if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
+			return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
+		}
 	}
 	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
 	if err != nil {
@@ -192,7 +201,7 @@ func (s *Server) readBody(req *http.Request) ([]byte, error) {
 	defer req.Body.Close()
 	limit := s.cfg.MaxRequestBodyBytes
 	lr := &io.LimitedReader{R: req.Body, N: limit + 1}
-	data, err := io.ReadAll(lr)
+	data, err := readAll(lr, req.ContentLength, limit)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
@@ -200,6 +209,31 @@ func (s *Server) readBody(req *http.Request) ([]byte, error) {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
 	}
 	return data, nil
+}
+
+// readAll is io.ReadAll of r into a buffer of the body's declared
+// length (and a byte for the read that sees the end) when there is one
+// within limit: one allocation rather than the doubling of a buffer.
+func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
+	if declared <= 0 || declared > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			// Longer than declared: what is left, as io.ReadAll would.
+			rest, err := io.ReadAll(r)
+			return append(b, rest...), err
+		}
+	}
 }
 
 func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
@@ -342,6 +376,9 @@ func managerOrUserAgent(manager, userAgent string) string {
 		return manager
 	}
 	prefix, _, _ := strings.Cut(userAgent, "/")
+	if printableASCII(prefix) && len(prefix) <= metav1validation.FieldManagerMaxLength {
+		return prefix // what the loop below would build, without a copy
+	}
 	var b strings.Builder
 	for _, r := range prefix {
 		if !unicode.IsPrint(r) {
@@ -353,4 +390,15 @@ func managerOrUserAgent(manager, userAgent string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// printableASCII reports whether s is all printable ASCII (what
+// unicode.IsPrint keeps of ASCII).
+func printableASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

@@ -5,11 +5,18 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/codec"
@@ -286,5 +293,68 @@ func TestTooManyRequestsAnswer(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" ||
 		w.Body.String() != "Too many requests, please try again later.\n" || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
 		t.Errorf("%d %v %q", w.Code, w.Header(), w.Body)
+	}
+}
+
+// TestEmptyQueryOptions holds the shortcuts of decodeParams and of the
+// create and update handlers: decoding an empty query leaves every
+// options type zero, and zero create and update options are valid.
+func TestEmptyQueryOptions(t *testing.T) {
+	for _, o := range []runtime.Object{&metav1.UpdateOptions{}, &metav1.CreateOptions{}, &metav1.PatchOptions{}, &metav1.DeleteOptions{}, &metav1.GetOptions{}, &metav1.ListOptions{}, &metainternalversion.ListOptions{}} {
+		zero := reflect.New(reflect.TypeOf(o).Elem()).Interface()
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(url.Values{}, metav1.SchemeGroupVersion, o); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(o, zero) {
+			t.Errorf("%T from an empty query: %+v", o, o)
+		}
+	}
+	if errs := metav1validation.ValidateCreateOptions(&metav1.CreateOptions{}); len(errs) > 0 {
+		t.Error(errs)
+	}
+	if errs := metav1validation.ValidateUpdateOptions(&metav1.UpdateOptions{}); len(errs) > 0 {
+		t.Error(errs)
+	}
+}
+
+// TestManagerOrUserAgent: the field manager a User-Agent gives, with
+// printable ASCII taken as it is, as the rune by rune rule would.
+func TestManagerOrUserAgent(t *testing.T) {
+	long := strings.Repeat("a", 200)
+	for _, tc := range []struct{ ua, want string }{
+		{"kubectl/v1.36.3 (linux/amd64) kubernetes/abc", "kubectl"},
+		{"leader-election ~x/1", "leader-election ~x"},
+		{"no-slash", "no-slash"},
+		{"", ""},
+		{"tab\there/1", "tabhere"},
+		{"del\x7fx/1", "delx"},
+		{"ünïcode-✓/2", "ünïcode-✓"},
+		{"zero\u200bwidth/1", "zerowidth"},
+		{long + "/1", long[:128]},
+		{strings.Repeat("é", 100), strings.Repeat("é", 64)},
+	} {
+		if got := managerOrUserAgent("", tc.ua); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.ua, got, tc.want)
+		}
+	}
+	if got := managerOrUserAgent("mine", "kubectl/1"); got != "mine" {
+		t.Errorf("fieldManager: %q", got)
+	}
+}
+
+// TestReadAll: readAll reads what io.ReadAll does whatever the declared
+// length, true or not.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat("0123456789", 101)
+	for _, declared := range []int64{-1, 0, 1, 999, 1000, 1001, 5000, 1 << 30} {
+		for _, size := range []int{0, 1, 999, 1000, 1001} {
+			got, err := readAll(iotest.OneByteReader(strings.NewReader(body[:size])), declared, 1<<20)
+			if err != nil || string(got) != body[:size] {
+				t.Errorf("declared %d, body %d: %d bytes, %v", declared, size, len(got), err)
+			}
+		}
+	}
+	if _, err := readAll(iotest.ErrReader(errors.New("broken")), 10, 100); err == nil {
+		t.Error("a failing reader read")
 	}
 }

@@ -205,7 +205,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // serveAPI serves an authorized request.
 func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, r *request) error {
-	if s.serveDiscovery(w, req) {
+	// Discovery documents are never at a resource's path.
+	if !r.attrs.ResourceRequest && s.serveDiscovery(w, req) {
 		return nil
 	}
 	if strings.HasPrefix(req.URL.Path, "/debug/pprof") {

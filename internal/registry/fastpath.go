@@ -337,7 +337,7 @@ func (c *comparer) value(a, b reflect.Value) verdict {
 		}
 		return v
 	case reflect.Slice, reflect.Array, reflect.Interface:
-		if reflect.DeepEqual(a.Interface(), b.Interface()) {
+		if deepEqual(a, b) {
 			return same
 		}
 		return unsure
@@ -358,7 +358,7 @@ func (c *comparer) value(a, b reflect.Value) verdict {
 // list may be omitted, and then the field is gone: unsure.
 func compareAtomic(a, b reflect.Value) verdict {
 	switch {
-	case reflect.DeepEqual(a.Interface(), b.Interface()):
+	case deepEqual(a, b):
 		return same
 	case a.Len() == 0 || b.Len() == 0:
 		return unsure
@@ -372,7 +372,7 @@ func compareAtomic(a, b reflect.Value) verdict {
 func compareLeaf(a, b reflect.Value) verdict {
 	if a.Type() == microTime {
 		// As its JSON form, which would cost ten times as much.
-		ta, tb := a.Interface().(metav1.MicroTime), b.Interface().(metav1.MicroTime)
+		ta, tb := microTimeOf(a), microTimeOf(b)
 		switch {
 		case ta.IsZero() != tb.IsZero():
 			return unsure // null
@@ -381,7 +381,7 @@ func compareLeaf(a, b reflect.Value) verdict {
 		}
 		return changed
 	}
-	if reflect.DeepEqual(a.Interface(), b.Interface()) {
+	if deepEqual(a, b) {
 		return same
 	}
 	ja, errA := json.Marshal(a.Interface())
@@ -398,6 +398,25 @@ func compareLeaf(a, b reflect.Value) verdict {
 }
 
 var microTime = reflect.TypeFor[metav1.MicroTime]()
+
+// microTimeOf is v's MicroTime, read through a pointer when it can be:
+// boxing the struct in an interface would allocate.
+func microTimeOf(v reflect.Value) metav1.MicroTime {
+	if v.CanAddr() {
+		return *v.Addr().Interface().(*metav1.MicroTime)
+	}
+	return v.Interface().(metav1.MicroTime)
+}
+
+// deepEqual is reflect.DeepEqual of a's and b's values, compared through
+// pointers to them when it can be (pointers to deeply equal values are
+// deeply equal), for the same reason.
+func deepEqual(a, b reflect.Value) bool {
+	if a.CanAddr() && b.CanAddr() {
+		return reflect.DeepEqual(a.Addr().Interface(), b.Addr().Interface())
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
 
 // scalarJSON reports whether data is a JSON scalar other than null.
 func scalarJSON(data []byte) bool {
