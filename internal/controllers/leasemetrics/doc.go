@@ -9,9 +9,12 @@
 // last revision it saw, and lists again only after a 410), and keeps per
 // lease the little it needs: holder, renewTime, the deadline and
 // transitions. Its cost is per event, not per scrape: a renewal is a map
-// lookup and the move of one entry in two B-trees. Expiry needs no event:
-// held leases sit in a B-tree ordered by deadline, and a scrape moves
-// those whose deadline has passed to the expired counts (O(k log n) for k
+// lookup, an entry updated in place and two pushes on min-heaps (of
+// deadlines, of renewTimes per namespace), which times that only grow
+// leave at the bottom. Items a later push made stale stay in the heaps
+// until they come to the top or the heap is rebuilt, at twice its live
+// size. Expiry needs no event: a scrape pops the deadlines that have
+// passed and moves those leases to the expired counts (O(k log n) for k
 // newly expired), so a lease left unrenewed shows as expired at the first
 // scrape after its deadline. Nothing scans the leases per scrape.
 //

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/btree"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,9 +51,9 @@ type Observer struct {
 	byKey map[key]*entry
 	// namespaces holds the counts of every namespace with a lease.
 	namespaces map[string]*namespace
-	// expiring holds the held leases with a deadline still ahead (as of
-	// the last scrape), by deadline.
-	expiring *btree.BTreeG[*entry]
+	// expiring holds the deadlines of the held leases not yet seen
+	// expired (as of the last scrape), and stale ones.
+	expiring timeHeap
 	// gen is the generation of the current list; entries a new list did
 	// not see are dropped at its end.
 	gen int
@@ -75,6 +74,8 @@ type entry struct {
 	strategy    string
 	preferred   string
 	gen         int
+	// removed: the lease is gone; its heap items are stale.
+	removed bool
 }
 
 // held reports whether the lease has a holder.
@@ -85,8 +86,10 @@ type namespace struct {
 	// all holds the namespace's leases by name.
 	all           map[string]*entry
 	held, expired int
-	// byRenew holds the held leases with a renewTime, oldest first.
-	byRenew *btree.BTreeG[*entry]
+	// byRenew holds the renewTimes of the held leases, and stale ones.
+	byRenew timeHeap
+	// renewals and changes are the namespace's counters.
+	renewals, changes prometheus.Counter
 }
 
 type descs struct {
@@ -148,26 +151,20 @@ func newObserver(opts Options) *Observer {
 		},
 		byKey:      map[key]*entry{},
 		namespaces: map[string]*namespace{},
-		expiring:   btree.NewG(32, byDeadline),
 	}
 }
 
-func byDeadline(a, b *entry) bool {
-	if c := a.deadline.Compare(b.deadline); c != 0 {
-		return c < 0
-	}
-	return lessKey(a.key, b.key)
+// expiringNow reports whether it is its entry's current deadline, not
+// yet seen passed.
+func expiringNow(it timeItem) bool {
+	e := it.e
+	return !e.removed && e.held() && !e.expired && e.deadline.Equal(it.at)
 }
 
-func byRenew(a, b *entry) bool {
-	if c := a.renew.Compare(b.renew); c != 0 {
-		return c < 0
-	}
-	return lessKey(a.key, b.key)
-}
-
-func lessKey(a, b key) bool {
-	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name)) < 0
+// renewedAt reports whether it is its entry's current renewTime.
+func renewedAt(it timeItem) bool {
+	e := it.e
+	return !e.removed && e.held() && e.renew.Equal(it.at)
 }
 
 // Controller returns the observer as a controller of every replica.
@@ -220,7 +217,7 @@ func (o *Observer) apply(events []registry.Event) {
 // putLocked records a lease's new state.
 func (o *Observer) putLocked(l *coordinationv1.Lease) {
 	k := key{l.Namespace, l.Name}
-	n := &entry{key: k, gen: o.gen}
+	n := entry{key: k, gen: o.gen}
 	s := &l.Spec
 	if s.HolderIdentity != nil {
 		n.holder = *s.HolderIdentity
@@ -240,40 +237,56 @@ func (o *Observer) putLocked(l *coordinationv1.Lease) {
 	if s.PreferredHolder != nil {
 		n.preferred = *s.PreferredHolder
 	}
-	if old, ok := o.byKey[k]; ok {
-		switch {
-		case n.held() && n.holder != old.holder:
-			o.changes.WithLabelValues(k.namespace).Inc()
-		case n.held() && !n.renew.Equal(old.renew):
-			o.renewals.WithLabelValues(k.namespace).Inc()
+	e, ok := o.byKey[k]
+	if !ok {
+		e = &entry{}
+		*e = n
+		o.byKey[k] = e
+		ns := o.namespaces[k.namespace]
+		if ns == nil {
+			ns = &namespace{all: map[string]*entry{},
+				renewals: o.renewals.WithLabelValues(k.namespace), changes: o.changes.WithLabelValues(k.namespace)}
+			o.namespaces[k.namespace] = ns
 		}
-		// An unchanged deadline keeps an expiry already seen.
-		n.expired = old.expired && n.deadline.Equal(old.deadline)
-		o.removeLocked(k)
+		ns.all[k.name] = e
+		o.countLocked(e, ns, +1, true, true)
+		return
 	}
-	o.addLocked(n)
+	ns := o.namespaces[k.namespace]
+	switch {
+	case n.held() && n.holder != e.holder:
+		ns.changes.Inc()
+	case n.held() && !n.renew.Equal(e.renew):
+		ns.renewals.Inc()
+	}
+	// An unchanged deadline keeps an expiry already seen.
+	n.expired = e.expired && n.deadline.Equal(e.deadline)
+	// The entry is updated in place. A heap item stays good while its
+	// time is still the entry's (renewedAt, expiringNow), so a new one is
+	// pushed only for a time that changed or that no good item stood for.
+	pushRenew := !renewedAt(timeItem{e.renew, e}) || !n.renew.Equal(e.renew)
+	pushDeadline := !expiringNow(timeItem{e.deadline, e}) || !n.deadline.Equal(e.deadline)
+	o.countLocked(e, ns, -1, false, false)
+	*e = n
+	o.countLocked(e, ns, +1, pushRenew, pushDeadline)
 }
 
-func (o *Observer) addLocked(e *entry) {
-	o.byKey[e.key] = e
-	ns := o.namespaces[e.namespace]
-	if ns == nil {
-		ns = &namespace{all: map[string]*entry{}, byRenew: btree.NewG(8, byRenew)}
-		o.namespaces[e.namespace] = ns
-	}
-	ns.all[e.name] = e
+// countLocked adds (d = 1) or takes (d = -1) e to or from its
+// namespace's counts; adding, it pushes e's renewTime and deadline on
+// their heaps when told to.
+func (o *Observer) countLocked(e *entry, ns *namespace, d int, pushRenew, pushDeadline bool) {
 	if !e.held() {
 		return
 	}
-	ns.held++
-	if !e.renew.IsZero() {
-		ns.byRenew.ReplaceOrInsert(e)
+	ns.held += d
+	if d > 0 && pushRenew && !e.renew.IsZero() {
+		ns.byRenew.push(timeItem{e.renew, e}, len(ns.all), renewedAt)
 	}
 	switch {
 	case e.expired:
-		ns.expired++
-	case !e.deadline.IsZero():
-		o.expiring.ReplaceOrInsert(e)
+		ns.expired += d
+	case d > 0 && pushDeadline && !e.deadline.IsZero():
+		o.expiring.push(timeItem{e.deadline, e}, len(o.byKey), expiringNow)
 	}
 }
 
@@ -285,15 +298,8 @@ func (o *Observer) removeLocked(k key) {
 	delete(o.byKey, k)
 	ns := o.namespaces[k.namespace]
 	delete(ns.all, k.name)
-	if e.held() {
-		ns.held--
-		ns.byRenew.Delete(e)
-		if e.expired {
-			ns.expired--
-		} else if !e.deadline.IsZero() {
-			o.expiring.Delete(e)
-		}
-	}
+	o.countLocked(e, ns, -1, false, false)
+	e.removed = true
 	if len(ns.all) == 0 {
 		delete(o.namespaces, k.namespace)
 	}
@@ -316,13 +322,93 @@ func (o *Observer) sweepLocked() {
 // expired, as client-go's leader election judges them.
 func (o *Observer) expireLocked(now time.Time) {
 	for {
-		e, ok := o.expiring.Min()
-		if !ok || e.deadline.After(now) {
+		it, ok := o.expiring.min(expiringNow)
+		if !ok || it.at.After(now) {
 			return
 		}
-		o.expiring.DeleteMin()
-		e.expired = true
-		o.namespaces[e.namespace].expired++
+		o.expiring.pop()
+		it.e.expired = true
+		o.namespaces[it.e.namespace].expired++
+	}
+}
+
+// timeItem is a lease's time (a deadline, a renewTime) on a timeHeap.
+type timeItem struct {
+	at time.Time
+	e  *entry
+}
+
+// timeHeap is a min-heap of times that keeps stale items (those a
+// predicate rejects) until they come to the top or the heap is rebuilt.
+type timeHeap []timeItem
+
+// push adds it, first rebuilding the heap without its stale items when
+// it holds more than twice the live ones (live: how many may be good).
+func (h *timeHeap) push(it timeItem, live int, good func(timeItem) bool) {
+	if len(*h) > 2*live+64 {
+		kept := (*h)[:0]
+		for _, x := range *h {
+			if good(x) {
+				kept = append(kept, x)
+			}
+		}
+		clear((*h)[len(kept):])
+		*h = kept
+		for i := len(kept)/2 - 1; i >= 0; i-- {
+			h.down(i)
+		}
+	}
+	*h = append(*h, it)
+	h.up(len(*h) - 1)
+}
+
+// min is the earliest good item, after popping the stale ones above it.
+func (h *timeHeap) min(good func(timeItem) bool) (timeItem, bool) {
+	for len(*h) > 0 {
+		if it := (*h)[0]; good(it) {
+			return it, true
+		}
+		h.pop()
+	}
+	return timeItem{}, false
+}
+
+func (h *timeHeap) pop() {
+	old := *h
+	n := len(old) - 1
+	old[0] = old[n]
+	old[n] = timeItem{}
+	*h = old[:n]
+	if n > 0 {
+		h.down(0)
+	}
+}
+
+func (h timeHeap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h[i].at.Before(h[parent].at) {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (h timeHeap) down(i int) {
+	for {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l].at.Before(h[least].at) {
+			least = l
+		}
+		if r < len(h) && h[r].at.Before(h[least].at) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
 	}
 }
 
@@ -351,8 +437,8 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 		names = append(names, name)
 		ch <- prometheus.MustNewConstMetric(d.held, prometheus.GaugeValue, float64(ns.held), name)
 		ch <- prometheus.MustNewConstMetric(d.expired, prometheus.GaugeValue, float64(ns.expired), name)
-		if e, ok := ns.byRenew.Min(); ok {
-			ch <- prometheus.MustNewConstMetric(d.oldest, prometheus.GaugeValue, now.Sub(e.renew).Seconds(), name)
+		if it, ok := ns.byRenew.min(renewedAt); ok {
+			ch <- prometheus.MustNewConstMetric(d.oldest, prometheus.GaugeValue, now.Sub(it.at).Seconds(), name)
 		}
 	}
 	// Per-lease series, for small namespaces only, in order, up to the
@@ -399,5 +485,11 @@ func (o *Observer) collectLease(ch chan<- prometheus.Metric, e *entry, now time.
 func (o *Observer) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return fmt.Sprintf("%d leases in %d namespaces, %d expiring", len(o.byKey), len(o.namespaces), o.expiring.Len())
+	expiring := 0
+	for _, it := range o.expiring {
+		if expiringNow(it) {
+			expiring++
+		}
+	}
+	return fmt.Sprintf("%d leases in %d namespaces, %d expiring", len(o.byKey), len(o.namespaces), expiring)
 }

@@ -2,6 +2,7 @@ package leasemetrics
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +178,117 @@ func BenchmarkScrape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestAgainstModel drives an observer with random renewals, holder
+// changes, deletes and scrapes of a few leases, its heaps filling with
+// stale items and being rebuilt, and holds its counts to a model that
+// keeps the leases in a map and looks at every one at each scrape.
+func TestAgainstModel(t *testing.T) {
+	type state struct {
+		holder          string
+		renew, deadline time.Time
+		expired         bool
+	}
+	c := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	o := newObserver(Options{Now: c.Now})
+	model := map[key]*state{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []key{{"a", "1"}, {"a", "2"}, {"a", "3"}, {"b", "1"}, {"b", "2"}, {"c", "1"}}
+	expect := func() string {
+		held, expired := map[string]int{}, map[string]int{}
+		oldest := map[string]time.Time{}
+		for k, s := range model {
+			if s.holder == "" {
+				continue
+			}
+			if !s.deadline.IsZero() && !s.deadline.After(c.now) {
+				s.expired = true
+			}
+			held[k.namespace]++
+			if s.expired {
+				expired[k.namespace]++
+			}
+			if !s.renew.IsZero() && (oldest[k.namespace].IsZero() || s.renew.Before(oldest[k.namespace])) {
+				oldest[k.namespace] = s.renew
+			}
+		}
+		// In gather's order: by metric name, then namespace; a
+		// namespace is there while it has a lease, held or not.
+		var b strings.Builder
+		for _, ns := range []string{"a", "b", "c"} {
+			if t, ok := oldest[ns]; ok {
+				fmt.Fprintf(&b, "leasehold_lease_oldest_unrenewed_seconds{namespace=%s} %g\n", ns, c.now.Sub(t).Seconds())
+			}
+		}
+		for _, ns := range []string{"a", "b", "c"} {
+			if anyIn(model, ns) {
+				fmt.Fprintf(&b, "leasehold_leases_expired{namespace=%s} %d\n", ns, expired[ns])
+			}
+		}
+		for _, ns := range []string{"a", "b", "c"} {
+			if anyIn(model, ns) {
+				fmt.Fprintf(&b, "leasehold_leases_held{namespace=%s} %d\n", ns, held[ns])
+			}
+		}
+		return b.String()
+	}
+	for step := range 3000 {
+		k := names[rng.IntN(len(names))]
+		switch r := rng.IntN(10); {
+		case r < 6:
+			holder := []string{"", "x", "y"}[rng.IntN(3)]
+			renew := c.now.Add(-time.Duration(rng.IntN(4)) * time.Second)
+			if rng.IntN(5) == 0 {
+				renew = time.Time{}
+			}
+			seconds := []int32{0, 2, 5}[rng.IntN(3)]
+			s := &state{holder: holder, renew: renew}
+			if holder != "" && !renew.IsZero() && seconds > 0 {
+				s.deadline = renew.Add(time.Duration(seconds) * time.Second)
+			}
+			if old, ok := model[k]; ok {
+				s.expired = old.expired && s.deadline.Equal(old.deadline)
+			}
+			model[k] = s
+			typ := watch.Added
+			if rng.IntN(2) == 0 {
+				typ = watch.Modified
+			}
+			o.apply([]registry.Event{event(typ, lease(k.namespace, k.name, holder, renew, seconds))})
+		case r < 7:
+			delete(model, k)
+			o.apply([]registry.Event{event(watch.Deleted, lease(k.namespace, k.name, "", time.Time{}, 0))})
+		case r < 9:
+			c.now = c.now.Add(time.Duration(rng.IntN(3)) * time.Second)
+		default:
+			want := expect()
+			if got := gather(t, o, "leasehold_leases_held", "leasehold_leases_expired", "leasehold_lease_oldest_unrenewed_seconds"); got != want {
+				t.Fatalf("step %d:\n%s\nwant\n%s", step, got, want)
+			}
+		}
+	}
+}
+
+// TestHeapsStayBounded: with nobody scraping, renewals leave stale items
+// on the heaps, which rebuilds keep within about twice the leases.
+func TestHeapsStayBounded(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	o := newObserver(Options{Now: func() time.Time { return now }})
+	for i := range 20000 {
+		now = now.Add(time.Millisecond)
+		o.apply([]registry.Event{event(watch.Modified, lease("ns", fmt.Sprint(i%10), "x", now, 15))})
+	}
+	if n, ns := len(o.expiring), len(o.namespaces["ns"].byRenew); n > 2*10+65 || ns > 2*10+65 {
+		t.Errorf("%d deadlines and %d renewTimes on the heaps for 10 leases", n, ns)
+	}
+}
+
+func anyIn[V any](m map[key]V, ns string) bool {
+	for k := range m {
+		if k.namespace == ns {
+			return true
+		}
+	}
+	return false
 }
