@@ -242,7 +242,6 @@ func (c *Cache) reset(kvs []storage.KeyValue, rev int64) error {
 // apply applies one storage event of this resource (feeder only). It does
 // not publish: publish does, once per batch.
 func (c *Cache) apply(ev storage.Event) (Event, error) {
-	prev, hadPrev := c.work.Get(probe(ev.KV.Key))
 	var out Event
 	switch ev.Type {
 	case storage.EventPut:
@@ -250,6 +249,10 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
+		// One walk of the tree puts o in and finds what it replaces; o
+		// is not published before the batch is, so its labels may still
+		// change.
+		prev, hadPrev := c.work.ReplaceOrInsert(o)
 		if hadPrev && maps.Equal(prev.Labels, o.Labels) {
 			// The usual update (a renewal): keep the shared set as it is.
 			o.Labels = prev.Labels
@@ -260,16 +263,15 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 				c.labels.release(prev.Labels)
 			}
 		}
-		c.work.ReplaceOrInsert(o)
 		out = Event{Type: watch.Added, Object: o, Rev: ev.Revision}
 		if hadPrev {
 			out.Type, out.Prev = watch.Modified, prev
 		}
 	case storage.EventDelete:
+		prev, hadPrev := c.work.Delete(probe(ev.KV.Key))
 		if !hadPrev {
 			return Event{}, fmt.Errorf("watchcache: delete of unknown key %s at %d", ev.KV.Key, ev.Revision)
 		}
-		c.work.Delete(prev)
 		c.labels.release(prev.Labels)
 		// The DELETED event carries the last state at the delete revision:
 		// prev, already decoded.
