@@ -376,6 +376,8 @@ type current struct {
 	obj  resources.Object // storage version, shared: never modified
 	rev  int64
 	data []byte // the stored bytes; nil when obj came from the cache
+	// digest is the stored bytes' when data is nil (from the cache).
+	digest codec.Digest
 	// fresh says the state was read from storage (or returned by a failed
 	// write), not from a possibly stale cache.
 	fresh bool
@@ -433,15 +435,14 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 			return nil, apierrors.NewInternalError(err)
 		}
 		if cur != nil {
-			if cur.data == nil {
-				if cur.data, err = r.codecs.EncodeStorage(cur.obj); err != nil {
-					return nil, apierrors.NewInternalError(err)
-				}
+			same, err := r.sameAsStored(cur, data)
+			if err == nil && !same {
+				data, same, err = r.ignoreManagedFieldsTimes(newObj, cur, data)
 			}
-			if !bytes.Equal(data, cur.data) {
-				data = r.ignoreManagedFieldsTimes(newObj, cur, data)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
 			}
-			if bytes.Equal(data, cur.data) {
+			if same {
 				if !cur.fresh {
 					if cur, err = r.storedCurrent(ctx, res, key, name); err != nil {
 						return nil, err
@@ -495,21 +496,25 @@ func putOptions(k *resources.Kind) []storage.PutOption {
 // (apiserver/pkg/endpoints/handlers/fieldmanager IgnoreManagedFieldsTimestampsTransformer):
 // when the entries equal the stored ones but for their times, and the
 // object is otherwise unchanged, the stored times are kept. It returns the
-// encoding to store.
-func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, data []byte) []byte {
+// encoding to store and whether it is the stored one.
+func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, data []byte) ([]byte, bool, error) {
 	mf, old := obj.GetManagedFields(), cur.obj.GetManagedFields()
 	if len(mf) == 0 || len(mf) != len(old) {
-		return data
+		return data, false, nil
 	}
 	if !sameEntries(mf, old, false) {
-		return data
+		return data, false, nil
 	}
 	// What lies after the metadata is not touched by the times: when it
 	// differs (a renewal's spec), restoring them cannot make the encodings
 	// equal, and the encoding that would prove it is saved.
-	if a, ok := codec.AfterMetadata(data); ok {
+	if cur.data == nil {
+		if cur.digest.DiffersAfterMetadata(data) {
+			return data, false, nil
+		}
+	} else if a, ok := codec.AfterMetadata(data); ok {
 		if b, ok := codec.AfterMetadata(cur.data); ok && !bytes.Equal(a, b) {
-			return data
+			return data, false, nil
 		}
 	}
 	restored := slices.Clone(mf)
@@ -517,11 +522,30 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 		restored[i].Time = old[i].Time
 	}
 	obj.SetManagedFields(restored)
-	if d, err := r.codecs.EncodeStorage(obj); err == nil && bytes.Equal(d, cur.data) {
-		return d
+	if d, err := r.codecs.EncodeStorage(obj); err == nil {
+		if same, err := r.sameAsStored(cur, d); err != nil || same {
+			return d, same, err
+		}
 	}
 	obj.SetManagedFields(mf)
-	return data
+	return data, false, nil
+}
+
+// sameAsStored reports whether data is byte for byte what is stored for
+// cur. A state from the cache has no stored bytes but their digest: when
+// the digest shows data to differ, the cached object need not be encoded
+// again to compare (a renewal is such an update).
+func (r *Registry) sameAsStored(cur *current, data []byte) (bool, error) {
+	if cur.data == nil {
+		if cur.digest.Differs(data) {
+			return false, nil
+		}
+		var err error
+		if cur.data, err = r.codecs.EncodeStorage(cur.obj); err != nil {
+			return false, err
+		}
+	}
+	return bytes.Equal(data, cur.data), nil
 }
 
 // readyToDelete reports whether an updated object has been marked for
@@ -568,7 +592,7 @@ func (r *Registry) cachedCurrent(k *resources.Kind, key string) *current {
 	if !ok {
 		return nil
 	}
-	return &current{obj: o.Obj, rev: o.Rev}
+	return &current{obj: o.Obj, rev: o.Rev, digest: o.Stored}
 }
 
 // storedCurrent reads key from storage; nil when it does not exist.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 )
@@ -330,5 +331,5 @@ func (c *Cache) decode(kv storage.KeyValue) (*Object, error) {
 	// strings per object.
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Namespaced)
-	return &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels()}, nil
+	return &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels(), Stored: codec.DigestOf(kv.Value)}, nil
 }

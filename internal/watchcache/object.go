@@ -30,6 +30,9 @@ type Object struct {
 	// Memo keeps the object's encodings, so that it is serialised once
 	// per format however often it is read.
 	Memo codec.Memo
+	// Stored is a digest of the stored bytes Obj was decoded from, which
+	// a writer compares its new encoding with (the bytes are not kept).
+	Stored codec.Digest
 }
 
 // Cached returns the object as the codec encodes it.
