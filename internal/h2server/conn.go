@@ -528,7 +528,7 @@ func (c *conn) startHandler(st *stream, req *http.Request) {
 }
 
 func (c *conn) runHandler(st *stream, req *http.Request) {
-	rw := &responseWriter{c: c, st: st, req: req, header: make(http.Header, 4), declLen: -1, isHead: req.Method == http.MethodHead}
+	rw := newResponseWriter(c, st, req)
 	defer func() {
 		p := recover()
 		if p != nil {
@@ -540,6 +540,7 @@ func (c *conn) runHandler(st *stream, req *http.Request) {
 			c.resetStream(st, errCodeInternal, errHandlerPanic, true)
 		} else {
 			rw.finish()
+			rw.release()
 		}
 		c.handlerDone(st)
 	}()

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,32 @@ type responseWriter struct {
 	err         error
 }
 
+// responseWriters recycles writers, their header maps and field slices
+// (as net/http's HTTP/2 server recycles its response state): a handler
+// must not use its writer once it has returned.
+var responseWriters = sync.Pool{New: func() any { return &responseWriter{header: make(http.Header, 8)} }}
+
+func newResponseWriter(c *conn, st *stream, req *http.Request) *responseWriter {
+	rw := responseWriters.Get().(*responseWriter)
+	header, fields := rw.header, rw.hdr.fields
+	*rw = responseWriter{c: c, st: st, req: req, header: header, declLen: -1, isHead: req.Method == http.MethodHead}
+	rw.hdr.fields = fields[:0]
+	return rw
+}
+
+// release recycles rw once its response is complete.
+func (rw *responseWriter) release() {
+	if len(rw.header) > 32 || cap(rw.hdr.fields) > 64 {
+		return // an unusual answer's: let it go
+	}
+	header, fields := rw.header, rw.hdr.fields
+	clear(header)
+	clear(fields[:cap(fields)])
+	*rw = responseWriter{header: header}
+	rw.hdr.fields = fields[:0]
+	responseWriters.Put(rw)
+}
+
 func (rw *responseWriter) Header() http.Header { return rw.header }
 
 func (rw *responseWriter) WriteHeader(code int) {
@@ -79,7 +106,7 @@ func (rw *responseWriter) WriteHeader(code int) {
 // snapshot appends the header map's fields to h, as HTTP/2 carries them:
 // names in lower case, no connection-specific fields, nothing invalid.
 func (rw *responseWriter) snapshot(h *headerBlock) {
-	if h.fields == nil {
+	if cap(h.fields) == 0 {
 		h.fields = make([]hpack.HeaderField, 0, len(rw.header)+3)
 	}
 	for k, vv := range rw.header {

@@ -27,7 +27,7 @@ func (s *Server) writeObject(w http.ResponseWriter, req *http.Request, out codec
 		return
 	}
 	s.auditResponse(req, obj, func() ([]byte, error) { return s.encodeJSON(obj) })
-	w.Header().Set("Content-Type", out.MediaType())
+	setContentType(w.Header(), out.MediaType())
 	writeBody(w, req, code, codec.Bytes(buf.Bytes()))
 }
 
@@ -183,7 +183,7 @@ func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, r *reques
 		}
 		return s.codecs.EncodeObject(s.codecs.AsJSON(out), res, s.auditObject(req, obj))
 	})
-	w.Header().Set("Content-Type", out.MediaType())
+	setContentType(w.Header(), out.MediaType())
 	writeBody(w, req, code, codec.Bytes(body))
 	return nil
 }
@@ -212,7 +212,7 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request,
 		}
 		return b.AppendTo(nil), nil
 	})
-	w.Header().Set("Content-Type", out.MediaType())
+	setContentType(w.Header(), out.MediaType())
 	writeBody(w, req, http.StatusOK, body)
 	return nil
 }
@@ -228,4 +228,21 @@ func tableOptions(r *request, out codec.Output) error {
 		t.Table = opts
 	}
 	return nil
+}
+
+// contentTypes are the values of the Content-Type headers of answers in
+// the media types objects are served in, shared (see cacheControl).
+var contentTypes = map[string][]string{
+	codec.JSON:     {codec.JSON},
+	codec.YAML:     {codec.YAML},
+	codec.Protobuf: {codec.Protobuf},
+}
+
+// setContentType sets h's Content-Type to mediaType.
+func setContentType(h http.Header, mediaType string) {
+	if v, ok := contentTypes[mediaType]; ok {
+		h["Content-Type"] = v
+		return
+	}
+	h.Set("Content-Type", mediaType)
 }

@@ -162,6 +162,14 @@ func New(cfg Config) *Server {
 // Shutdown ends running watches cleanly; new requests still get answers.
 func (s *Server) Shutdown() { s.stop() }
 
+// The values of headers every answer carries, shared by all of them:
+// header values are replaced (Set) or appended to (Add, which copies a
+// full slice), never written in place.
+var (
+	cacheControl = []string{"no-cache, private"}
+	noSniff      = []string{"nosniff"}
+)
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
@@ -169,9 +177,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if auditID == "" {
 		auditID = uuid.NewString()
 	}
-	h.Set("Audit-ID", auditID)
-	h.Set("Cache-Control", "no-cache, private")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Audit-Id"] = []string{auditID}
+	h["Cache-Control"] = cacheControl
+	h["X-Content-Type-Options"] = noSniff
 
 	if s.log.Enabled(req.Context(), slog.LevelDebug) {
 		start := time.Now()
