@@ -521,7 +521,7 @@ func (c *conn) setInitialWindow(v int32) error {
 // startHandler runs the handler of st's request on a worker.
 func (c *conn) startHandler(st *stream, req *http.Request) {
 	c.running.Add(1)
-	c.srv.workers.run(func() {
+	c.srv.pool.Run(func() {
 		defer c.running.Done()
 		c.runHandler(st, req)
 	})

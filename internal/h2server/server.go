@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/workers"
 )
 
 // Defaults, as net/http's HTTP/2 server and kube-apiserver have them.
@@ -42,7 +44,8 @@ type Server struct {
 	// protocol errors of clients); nil means the log package's logger.
 	ErrorLog *log.Logger
 
-	workers workers
+	// pool runs handlers.
+	pool workers.Pool
 
 	mu           sync.Mutex
 	conns        map[*conn]struct{}
@@ -149,40 +152,4 @@ func (s *Server) logf(format string, args ...any) {
 		return
 	}
 	log.Printf(format, args...)
-}
-
-// workers run handlers on goroutines that outlive them: a handler's calls
-// go deep, so a fresh goroutine's stack would grow, and be copied, on
-// most requests. An idle worker waits for the next handler instead.
-type workers struct {
-	idle chan func()
-	once sync.Once
-}
-
-// workerIdle is how long a worker waits for a handler before it ends.
-const workerIdle = 10 * time.Second
-
-// run runs f on an idle worker, or on a new one if none is waiting.
-func (w *workers) run(f func()) {
-	w.once.Do(func() { w.idle = make(chan func()) })
-	select {
-	case w.idle <- f:
-	default:
-		go w.loop(f)
-	}
-}
-
-func (w *workers) loop(f func()) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
-		f()
-		f = nil // not kept alive while idle
-		t.Reset(workerIdle)
-		select {
-		case f = <-w.idle:
-		case <-t.C:
-			return
-		}
-	}
 }

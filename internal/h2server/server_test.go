@@ -582,7 +582,11 @@ func TestMaxStreams(t *testing.T) {
 		open = open[:0]
 		openStreams()
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The limit's worth of handlers runs; the others wait for them.
+	for deadline := time.Now().Add(10 * time.Second); running.Load() < limit && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 	if p := peak.Load(); p != limit {
 		t.Errorf("%d handlers ran at once, want the limit, %d", p, limit)
 	}

@@ -232,7 +232,7 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *reques
 	inner := req.WithContext(ctx)
 	done := make(chan any, 1) // the handler's panic, or nil; never blocks
 	s.handlers.Add(1)
-	s.workers.run(func() {
+	s.workers.Run(func() {
 		defer s.handlers.Done()
 		defer func() {
 			p := recover()

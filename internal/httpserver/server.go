@@ -19,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/workers"
 )
 
 // Authenticator identifies the client of a request. ok is false when the
@@ -108,7 +109,7 @@ type Server struct {
 	// outlive their request; Wait waits for them.
 	handlers sync.WaitGroup
 	// workers run them.
-	workers *workers
+	workers *workers.Pool
 }
 
 // New returns a Server.
@@ -145,7 +146,7 @@ func New(cfg Config) *Server {
 		cfg:          cfg,
 		shutdown:     shutdown,
 		stop:         stop,
-		workers:      newWorkers(shutdown.Done()),
+		workers:      workers.New(shutdown.Done()),
 	}
 	if cfg.Metrics != nil {
 		s.metrics = newRequestMetrics(cfg.Metrics)
