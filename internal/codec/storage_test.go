@@ -18,14 +18,7 @@ import (
 
 func TestAfterMetadata(t *testing.T) {
 	c := newCodecs(t)
-	encode := func(l *coordinationv1.Lease) []byte {
-		t.Helper()
-		data, err := c.EncodeStorage(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	encode := func(l *coordinationv1.Lease) []byte { return encodeStorage(t, c, l) }
 	after := func(data []byte) []byte {
 		t.Helper()
 		a, ok := AfterMetadata(data)
@@ -95,16 +88,18 @@ func TestAfterMetadata(t *testing.T) {
 // TestDigest: a digest tells apart encodings that differ, and what
 // follows the metadata of encodings that differ there; it never tells
 // an encoding apart from itself.
+func encodeStorage(t *testing.T, c *Codecs, l *coordinationv1.Lease) []byte {
+	t.Helper()
+	data, err := c.EncodeStorage(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestDigest(t *testing.T) {
 	c := newCodecs(t)
-	encode := func(l *coordinationv1.Lease) []byte {
-		t.Helper()
-		data, err := c.EncodeStorage(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	encode := func(l *coordinationv1.Lease) []byte { return encodeStorage(t, c, l) }
 	l := testLease("a")
 	data := encode(l)
 	d := DigestOf(data)

@@ -279,11 +279,12 @@ func (c *conn) processFrame(f http2.Frame) error {
 	}
 }
 
-// idleStream reports whether id was never opened by the client.
-func (c *conn) idleStream(id uint32) bool {
+// lookup finds an open stream; idle reports that the client never
+// opened id (frames on idle streams are connection errors).
+func (c *conn) lookup(id uint32) (st *stream, idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return id > c.maxClientID
+	return c.streams[id], id > c.maxClientID
 }
 
 func (c *conn) processHeaders(f *decodedHeaders) error {
@@ -423,10 +424,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 		c.wcond.Broadcast()
 		return nil
 	}
-	c.mu.Lock()
-	st := c.streams[f.StreamID]
-	idle := f.StreamID > c.maxClientID
-	c.mu.Unlock()
+	st, idle := c.lookup(f.StreamID)
 	if idle {
 		return http2.ConnectionError(errCodeProtocol)
 	}
@@ -444,10 +442,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 }
 
 func (c *conn) processReset(f *http2.RSTStreamFrame) error {
-	c.mu.Lock()
-	st := c.streams[f.StreamID]
-	idle := f.StreamID > c.maxClientID
-	c.mu.Unlock()
+	st, idle := c.lookup(f.StreamID)
 	if idle {
 		return http2.ConnectionError(errCodeProtocol)
 	}
