@@ -200,6 +200,14 @@ func (c *Codecs) Decode(info runtime.SerializerInfo, strict bool, body []byte, i
 		return Decoded{}, apierrors.NewInternalError(err)
 	}
 	want := gvks[0]
+	if info.MediaType == Protobuf {
+		// What the protobuf serializer does with a body of into's kind,
+		// without first copying the object's bytes out of the envelope;
+		// anything else, failures included, is the serializer's.
+		if done, err := c.decodeStorageProto(body, into); done && err == nil {
+			return Decoded{Object: into, GVK: into.GetObjectKind().GroupVersionKind(), want: want.Kind}, nil
+		}
+	}
 	s := info.Serializer
 	if strict && info.StrictSerializer != nil {
 		s = info.StrictSerializer

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
@@ -189,4 +191,56 @@ func (c *Codecs) jsonOrProto(data []byte) runtime.Serializer {
 		return c.protoStorage
 	}
 	return c.jsonStorage
+}
+
+// TestDecodeProtobufBody holds Decode's own reading of protobuf bodies
+// to the protobuf serializer's: the same object, apiVersion and kind,
+// and the serializer's errors for what it does not take (another kind,
+// a damaged body, an envelope it would not write).
+func TestDecodeProtobufBody(t *testing.T) {
+	c := newCodecs(t)
+	info, err := c.InputSerializer(Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := testLease("a")
+	l.TypeMeta = metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}, Time: &metav1.Time{Time: time.Unix(1_800_000_000, 0)}}}
+	var buf bytes.Buffer
+	if err := info.Serializer.Encode(l, &buf); err != nil {
+		t.Fatal(err)
+	}
+	body := buf.Bytes()
+	endpoints := &corev1.Endpoints{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Endpoints"}, ObjectMeta: metav1.ObjectMeta{Name: "e"}}
+	buf.Reset()
+	if err := info.Serializer.Encode(endpoints, &buf); err != nil {
+		t.Fatal(err)
+	}
+	bodies := map[string][]byte{
+		"a lease":      body,
+		"an endpoints": buf.Bytes(),
+		"no prefix":    body[4:],
+		"empty":        nil,
+		"json":         []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease"}`),
+	}
+	for _, n := range []int{4, 10, len(body) / 2, len(body) - 3} {
+		bodies[fmt.Sprintf("the first %d bytes", n)] = body[:n]
+	}
+	for name, b := range bodies {
+		got, gotErr := c.Decode(info, false, b, &coordinationv1.Lease{})
+		want := &coordinationv1.Lease{}
+		wantObj, wantGVK, wantErr := info.Serializer.Decode(b, &schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, want)
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Errorf("%s: error %v, the serializer's %v", name, gotErr, wantErr)
+			continue
+		}
+		if wantErr != nil {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(got.Object, wantObj) || got.GVK != *wantGVK ||
+			got.Object.GetObjectKind().GroupVersionKind() != wantObj.GetObjectKind().GroupVersionKind() {
+			t.Errorf("%s: decoded %v %+v, the serializer %v %+v", name, got.GVK, got.Object, *wantGVK, wantObj)
+		}
+	}
 }
