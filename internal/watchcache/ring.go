@@ -29,21 +29,47 @@ type Event struct {
 // ring is a bounded window of the most recent events, addressed by
 // absolute sequence numbers so that readers can hold a position across
 // wrap-around: positions [start, end) are present.
+//
+// Its buffer grows as events come, up to the window's capacity: most
+// kinds see a handful of changes, and a full window for each (10,000
+// events of 72 bytes) would be memory the garbage collector scans at
+// every cycle for nothing.
 type ring struct {
 	buf        []Event
+	capacity   int
 	start, end int64
 	// base is a revision such that every event after it is in the ring.
 	base int64
 }
 
-func (r *ring) init(capacity int) { r.buf = make([]Event, capacity) }
+// minRing is the buffer a ring starts with.
+const minRing = 64
+
+func (r *ring) init(capacity int) {
+	r.capacity = capacity
+	r.buf = make([]Event, min(capacity, minRing))
+}
+
+// grow doubles the buffer, up to the capacity; events keep their
+// positions.
+func (r *ring) grow() {
+	buf := make([]Event, min(2*len(r.buf), r.capacity))
+	for pos := r.start; pos < r.end; pos++ {
+		buf[pos%int64(len(buf))] = *r.at(pos)
+	}
+	r.buf = buf
+}
 
 func (r *ring) at(pos int64) *Event { return &r.buf[pos%int64(len(r.buf))] }
 
 // push appends ev, added at now, evicting the oldest event when full.
 func (r *ring) push(ev Event, now time.Time) {
 	if r.end-r.start == int64(len(r.buf)) {
-		r.evict()
+		if len(r.buf) < r.capacity {
+			r.grow()
+		} else {
+			r.evict()
+		}
 	}
 	ev.Memo = &codec.EventMemo{}
 	ev.added = now
