@@ -85,11 +85,7 @@ func TestAfterMetadata(t *testing.T) {
 	}
 }
 
-// TestDecodeStorage holds DecodeStorage's own protobuf decoding to the
-// serializer's.
-// TestDigest: a digest tells apart encodings that differ, and what
-// follows the metadata of encodings that differ there; it never tells
-// an encoding apart from itself.
+// encodeStorage is l's storage encoding.
 func encodeStorage(t *testing.T, c *Codecs, l *coordinationv1.Lease) []byte {
 	t.Helper()
 	data, err := c.EncodeStorage(l)
@@ -99,6 +95,9 @@ func encodeStorage(t *testing.T, c *Codecs, l *coordinationv1.Lease) []byte {
 	return data
 }
 
+// TestDigest: a digest tells apart encodings that differ, and what
+// follows the metadata of encodings that differ there; it never tells
+// an encoding apart from itself.
 func TestDigest(t *testing.T) {
 	c := newCodecs(t)
 	encode := func(l *coordinationv1.Lease) []byte { return encodeStorage(t, c, l) }
@@ -130,6 +129,8 @@ func TestDigest(t *testing.T) {
 	}
 }
 
+// TestDecodeStorage holds DecodeStorage's own protobuf decoding to the
+// serializer's.
 func TestDecodeStorage(t *testing.T) {
 	c := newCodecs(t)
 	type object interface {
