@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -89,19 +90,31 @@ func decodeParams(query url.Values, into runtime.Object) error {
 	return nil
 }
 
+// decodeWriteOptions decodes a create's or an update's options (kind)
+// from query into opts and validates them. Their zero value, which an
+// empty query leaves, is valid (TestEmptyQueryOptions): a request
+// without parameters, most writes, skips both.
+func decodeWriteOptions(query url.Values, opts runtime.Object, kind string, validate func() field.ErrorList) error {
+	if len(query) == 0 {
+		return nil
+	}
+	if err := decodeParams(query, opts); err != nil {
+		return err
+	}
+	if errs := validate(); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return nil
+}
+
 func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
 	var opts metav1.CreateOptions
-	if len(r.query) > 0 { // zero options, which are valid, otherwise
-		if err := decodeParams(r.query, &opts); err != nil {
-			return err
-		}
-		if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
-			return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
-		}
+	if err := decodeWriteOptions(r.query, &opts, "CreateOptions", func() field.ErrorList { return metav1validation.ValidateCreateOptions(&opts) }); err != nil {
+		return err
 	}
 	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
 	if err != nil {
@@ -122,13 +135,8 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.
 		return err
 	}
 	var opts metav1.UpdateOptions
-	if len(r.query) > 0 { // zero options, which are valid, otherwise
-		if err := decodeParams(r.query, &opts); err != nil {
-			return err
-		}
-		if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
-			return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
-		}
+	if err := decodeWriteOptions(r.query, &opts, "UpdateOptions", func() field.ErrorList { return metav1validation.ValidateUpdateOptions(&opts) }); err != nil {
+		return err
 	}
 	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
 	if err != nil {

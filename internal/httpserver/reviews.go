@@ -83,11 +83,8 @@ func (s *Server) createReview(w http.ResponseWriter, req *http.Request, gvk sche
 		return err
 	}
 	var opts metav1.CreateOptions
-	if err := decodeParams(req.URL.Query(), &opts); err != nil {
+	if err := decodeWriteOptions(req.URL.Query(), &opts, "CreateOptions", func() field.ErrorList { return metav1validation.ValidateCreateOptions(&opts) }); err != nil {
 		return err
-	}
-	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
 	in, err := s.codecs.InputSerializer(req.Header.Get("Content-Type"))
 	if err != nil {

@@ -246,3 +246,67 @@ func TestDeletePropagation(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteOptionsInvalid: a create or an update with options
+// kube-apiserver refuses (metav1 validation's ValidateCreateOptions and
+// ValidateUpdateOptions) is answered 422 Invalid about CreateOptions or
+// UpdateOptions, and changes nothing; without options, or with valid
+// ones, it goes through.
+func TestWriteOptionsInvalid(t *testing.T) {
+	ts := testserver.Start(t)
+	ctx := t.Context()
+	leases := ts.Client(t).CoordinationV1().Leases("default")
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("a")}}
+	}
+	wantInvalid := func(t *testing.T, err error, kind, field string) {
+		t.Helper()
+		se := wantStatus(t, err, 422, metav1.StatusReasonInvalid)
+		d := se.ErrStatus.Details
+		if d == nil || d.Kind != kind || d.Group != "meta.k8s.io" || len(d.Causes) != 1 || d.Causes[0].Field != field {
+			t.Errorf("details %+v, want %s.meta.k8s.io with a cause on %s (%q)", d, kind, field, se.ErrStatus.Message)
+		}
+	}
+	tooLong := strings.Repeat("m", 129)
+	for _, tc := range []struct {
+		name  string
+		opts  metav1.CreateOptions
+		field string
+	}{
+		{"dryRun", metav1.CreateOptions{DryRun: []string{"Some"}}, "dryRun"},
+		{"fieldValidation", metav1.CreateOptions{FieldValidation: "Loose"}, "fieldValidation"},
+		{"fieldManager", metav1.CreateOptions{FieldManager: tooLong}, "fieldManager"},
+	} {
+		_, err := leases.Create(ctx, lease("c-"+tc.name), tc.opts)
+		wantInvalid(t, err, "CreateOptions", tc.field)
+		_, err = leases.Get(ctx, "c-"+tc.name, metav1.GetOptions{})
+		wantStatus(t, err, 404, metav1.StatusReasonNotFound)
+	}
+	if _, err := leases.Create(ctx, lease("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := leases.Get(ctx, "dry", metav1.GetOptions{})
+	wantStatus(t, err, 404, metav1.StatusReasonNotFound)
+
+	l := must[*coordinationv1.Lease](t)(leases.Create(ctx, lease("u"), metav1.CreateOptions{}))
+	changed := l.DeepCopy()
+	changed.Spec.HolderIdentity = ptr("b")
+	for _, tc := range []struct {
+		name  string
+		opts  metav1.UpdateOptions
+		field string
+	}{
+		{"dryRun", metav1.UpdateOptions{DryRun: []string{"Some"}}, "dryRun"},
+		{"fieldValidation", metav1.UpdateOptions{FieldValidation: "Loose"}, "fieldValidation"},
+		{"fieldManager", metav1.UpdateOptions{FieldManager: tooLong}, "fieldManager"},
+	} {
+		_, err := leases.Update(ctx, changed, tc.opts)
+		wantInvalid(t, err, "UpdateOptions", tc.field)
+	}
+	if got := must[*coordinationv1.Lease](t)(leases.Get(ctx, "u", metav1.GetOptions{})); got.ResourceVersion != l.ResourceVersion {
+		t.Errorf("refused updates changed the lease: resourceVersion %s, was %s", got.ResourceVersion, l.ResourceVersion)
+	}
+	if got := must[*coordinationv1.Lease](t)(leases.Update(ctx, changed, metav1.UpdateOptions{FieldManager: "m"})); *got.Spec.HolderIdentity != "b" {
+		t.Errorf("update with valid options: holder %q", *got.Spec.HolderIdentity)
+	}
+}
