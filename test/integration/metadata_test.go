@@ -277,9 +277,9 @@ func TestWriteOptionsInvalid(t *testing.T) {
 		{"fieldValidation", metav1.CreateOptions{FieldValidation: "Loose"}, "fieldValidation"},
 		{"fieldManager", metav1.CreateOptions{FieldManager: tooLong}, "fieldManager"},
 	} {
-		_, err := leases.Create(ctx, lease("c-"+tc.name), tc.opts)
+		_, err := leases.Create(ctx, lease("c-"+strings.ToLower(tc.name)), tc.opts)
 		wantInvalid(t, err, "CreateOptions", tc.field)
-		_, err = leases.Get(ctx, "c-"+tc.name, metav1.GetOptions{})
+		_, err = leases.Get(ctx, "c-"+strings.ToLower(tc.name), metav1.GetOptions{})
 		wantStatus(t, err, 404, metav1.StatusReasonNotFound)
 	}
 	if _, err := leases.Create(ctx, lease("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
