@@ -349,13 +349,14 @@ func (c *comparer) valueOf(sh *shape, a, b reflect.Value) verdict {
 			return unsure
 		}
 		v := same
+		elem := c.linked(&sh.elem, a.Type().Elem())
 		iter := a.MapRange()
 		for iter.Next() {
 			bv := b.MapIndex(iter.Key())
 			if !bv.IsValid() {
 				return unsure
 			}
-			if v = max(v, c.valueOf(c.linked(&sh.elem, a.Type().Elem()), iter.Value(), bv)); v == unsure {
+			if v = max(v, c.valueOf(elem, iter.Value(), bv)); v == unsure {
 				return unsure
 			}
 		}

@@ -508,14 +508,8 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 	// What lies after the metadata is not touched by the times: when it
 	// differs (a renewal's spec), restoring them cannot make the encodings
 	// equal, and the encoding that would prove it is saved.
-	if cur.data == nil {
-		if cur.digest.DiffersAfterMetadata(data) {
-			return data, false, nil
-		}
-	} else if a, ok := codec.AfterMetadata(data); ok {
-		if b, ok := codec.AfterMetadata(cur.data); ok && !bytes.Equal(a, b) {
-			return data, false, nil
-		}
+	if cur.differsAfterMetadata(data) {
+		return data, false, nil
 	}
 	restored := slices.Clone(mf)
 	for i := range restored {
@@ -529,6 +523,21 @@ func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, 
 	}
 	obj.SetManagedFields(mf)
 	return data, false, nil
+}
+
+// differsAfterMetadata reports whether what follows data's metadata is
+// proven to differ from what follows it in cur's stored encoding: by the
+// stored bytes when cur has them, else by their digest.
+func (cur *current) differsAfterMetadata(data []byte) bool {
+	if cur.data == nil {
+		return cur.digest.DiffersAfterMetadata(data)
+	}
+	a, ok := codec.AfterMetadata(data)
+	if !ok {
+		return false
+	}
+	b, ok := codec.AfterMetadata(cur.data)
+	return ok && !bytes.Equal(a, b)
 }
 
 // sameAsStored reports whether data is byte for byte what is stored for
