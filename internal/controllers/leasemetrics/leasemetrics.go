@@ -340,6 +340,8 @@ type timeItem struct {
 
 // timeHeap is a min-heap of times that keeps stale items (those a
 // predicate rejects) until they come to the top or the heap is rebuilt.
+// Its few lines are its own rather than container/heap's, whose Push and
+// Pop take items as interfaces: an allocation per renewal.
 type timeHeap []timeItem
 
 // push adds it, first rebuilding the heap without its stale items when
