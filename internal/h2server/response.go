@@ -20,11 +20,15 @@ const bufSize = 16 << 10
 
 // responseWriter is a stream's http.ResponseWriter, with the methods
 // http.ResponseController looks for (flushing, deadlines, full duplex).
-// Like net/http's, it is used by one goroutine at a time.
-type responseWriter struct {
+// Like net/http's, it is used by one goroutine at a time. It is a handle
+// on the response's state, which is recycled once the handler returned:
+// a handler that kept its writer past that gets a nil dereference, as
+// with net/http's, rather than writing into another request's response.
+type responseWriter struct{ *writerState }
+
+type writerState struct {
 	c      *conn
 	st     *stream
-	req    *http.Request
 	header http.Header
 	isHead bool
 
@@ -44,35 +48,37 @@ type responseWriter struct {
 	err         error
 }
 
-// responseWriters recycles writers, their header maps and field slices
-// (as net/http's HTTP/2 server recycles its response state): a handler
-// must not use its writer once it has returned.
-var responseWriters = sync.Pool{New: func() any { return &responseWriter{header: make(http.Header, 8)} }}
+// writerStates recycles response states and their field slices (as
+// net/http's HTTP/2 server recycles its response state). Header maps are
+// not: a handler may have kept its own past its return.
+var writerStates = sync.Pool{New: func() any { return new(writerState) }}
 
 func newResponseWriter(c *conn, st *stream, req *http.Request) *responseWriter {
-	rw := responseWriters.Get().(*responseWriter)
-	header, fields := rw.header, rw.hdr.fields
-	*rw = responseWriter{c: c, st: st, req: req, header: header, declLen: -1, isHead: req.Method == http.MethodHead}
+	rw := writerStates.Get().(*writerState)
+	fields := rw.hdr.fields
+	*rw = writerState{c: c, st: st, header: make(http.Header, 8), declLen: -1, isHead: req.Method == http.MethodHead}
 	rw.hdr.fields = fields[:0]
-	return rw
+	return &responseWriter{rw}
 }
 
-// release recycles rw once its response is complete.
+// release recycles the state of rw's complete response; rw is unusable
+// from then on.
 func (rw *responseWriter) release() {
-	if len(rw.header) > 32 || cap(rw.hdr.fields) > 64 {
+	s := rw.writerState
+	rw.writerState = nil
+	if cap(s.hdr.fields) > 64 {
 		return // an unusual answer's: let it go
 	}
-	header, fields := rw.header, rw.hdr.fields
-	clear(header)
+	fields := s.hdr.fields
 	clear(fields[:cap(fields)])
-	*rw = responseWriter{header: header}
-	rw.hdr.fields = fields[:0]
-	responseWriters.Put(rw)
+	*s = writerState{}
+	s.hdr.fields = fields[:0]
+	writerStates.Put(s)
 }
 
-func (rw *responseWriter) Header() http.Header { return rw.header }
+func (rw *writerState) Header() http.Header { return rw.header }
 
-func (rw *responseWriter) WriteHeader(code int) {
+func (rw *writerState) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
@@ -105,7 +111,7 @@ func (rw *responseWriter) WriteHeader(code int) {
 
 // snapshot appends the header map's fields to h, as HTTP/2 carries them:
 // names in lower case, no connection-specific fields, nothing invalid.
-func (rw *responseWriter) snapshot(h *headerBlock) {
+func (rw *writerState) snapshot(h *headerBlock) {
 	if cap(h.fields) == 0 {
 		h.fields = make([]hpack.HeaderField, 0, len(rw.header)+3)
 	}
@@ -143,7 +149,7 @@ func (rw *responseWriter) snapshot(h *headerBlock) {
 	}
 }
 
-func (rw *responseWriter) Write(p []byte) (int, error) {
+func (rw *writerState) Write(p []byte) (int, error) {
 	if rw.done {
 		return 0, errStreamDone
 	}
@@ -177,10 +183,10 @@ func (rw *responseWriter) Write(p []byte) (int, error) {
 }
 
 // Flush implements http.Flusher.
-func (rw *responseWriter) Flush() { _ = rw.FlushError() }
+func (rw *writerState) Flush() { _ = rw.FlushError() }
 
 // FlushError sends the header and what the body buffered.
-func (rw *responseWriter) FlushError() error {
+func (rw *writerState) FlushError() error {
 	if rw.done {
 		return errStreamDone
 	}
@@ -197,31 +203,31 @@ func (rw *responseWriter) FlushError() error {
 }
 
 // SetReadDeadline bounds reads of the request body.
-func (rw *responseWriter) SetReadDeadline(t time.Time) error {
+func (rw *writerState) SetReadDeadline(t time.Time) error {
 	rw.st.setReadDeadline(t)
 	return nil
 }
 
 // SetWriteDeadline resets the stream when t passes (net/http's HTTP/2
 // server does the same).
-func (rw *responseWriter) SetWriteDeadline(t time.Time) error {
+func (rw *writerState) SetWriteDeadline(t time.Time) error {
 	rw.st.setWriteDeadline(t)
 	return nil
 }
 
 // EnableFullDuplex: HTTP/2 is.
-func (rw *responseWriter) EnableFullDuplex() error { return nil }
+func (rw *writerState) EnableFullDuplex() error { return nil }
 
 // FinishResponse completes the response before the handler returns;
 // what the handler writes after it is refused. (httpserver's request
 // timeout answers 504 with it while a handler still runs.)
-func (rw *responseWriter) FinishResponse() error {
+func (rw *writerState) FinishResponse() error {
 	rw.finish()
 	return rw.err
 }
 
 // finish completes the response once the handler returned.
-func (rw *responseWriter) finish() {
+func (rw *writerState) finish() {
 	if rw.done {
 		return
 	}
@@ -243,7 +249,7 @@ func (rw *responseWriter) finish() {
 
 // send writes the header if it was not yet, the buffered body and more,
 // ending the stream with end.
-func (rw *responseWriter) send(more []byte, end bool) error {
+func (rw *writerState) send(more []byte, end bool) error {
 	var h *headerBlock
 	if !rw.sentHeader {
 		rw.sentHeader = true
@@ -277,7 +283,7 @@ func (rw *responseWriter) send(more []byte, end bool) error {
 // completeHeader adds what net/http adds to a response's header: the
 // length of a body written whole when the handler returned, and a
 // Content-Type sniffed from the first bytes when the handler set none.
-func (rw *responseWriter) completeHeader(final bool, more []byte) {
+func (rw *writerState) completeHeader(final bool, more []byte) {
 	if !bodyAllowed(rw.status) {
 		return
 	}

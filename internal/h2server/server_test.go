@@ -709,3 +709,61 @@ func (rc *rawConn) readUntilClosed() error {
 	}
 	return nil
 }
+
+// TestWriterAfterReturn: a handler that kept its writer and uses it once
+// it returned gets a panic, as from net/http's HTTP/2 server, and no
+// other request's response sees what it writes (the response state it
+// had is recycled).
+func TestWriterAfterReturn(t *testing.T) {
+	kept := make(chan http.ResponseWriter, 1)
+	release, answered := make(chan struct{}), make(chan struct{})
+	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/keep" {
+			kept <- w
+			return
+		}
+		w.Header().Set("X-Mine", "1")
+		close(answered)
+		<-release
+		_, _ = io.WriteString(w, "mine")
+	}), nil)
+	c := ts.Client()
+	resp, err := c.Get(ts.URL + "/keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	stale := <-kept
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := c.Get(ts.URL + "/other")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	<-answered // the other handler runs, with a writer from the pool
+	for name, use := range map[string]func(){
+		"Header": func() { stale.Header().Set("X-Leak", "1") },
+		"Write":  func() { _, _ = stale.Write([]byte("leak")) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s on a returned handler's writer did not panic", name)
+				}
+			}()
+			use()
+		}()
+	}
+	close(release)
+	resp = <-done
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if string(body) != "mine" || resp.Header.Get("X-Leak") != "" || resp.Header.Get("X-Mine") != "1" {
+		t.Errorf("the other response: %q, header %v", body, resp.Header)
+	}
+}
