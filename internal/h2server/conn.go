@@ -653,7 +653,7 @@ func (c *conn) resetStream(st *stream, code http2.ErrCode, cause error, rst bool
 		closeConn = c.removeLocked(st)
 	}
 	c.mu.Unlock()
-	st.failBody(cause)
+	st.resetBody(cause)
 	c.wmu.Lock()
 	if st.werr == nil {
 		st.werr = cause

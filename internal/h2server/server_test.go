@@ -767,3 +767,40 @@ func TestWriterAfterReturn(t *testing.T) {
 		t.Errorf("the other response: %q, header %v", body, resp.Header)
 	}
 }
+
+// TestResetQueuedStream: the body a queued stream received (its handler
+// waiting for a free slot) goes back to the connection's window when the
+// client resets the stream, though its handler never runs; else a few
+// such resets would stall every request body of the connection.
+func TestResetQueuedStream(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }),
+		func(s *Server) { s.MaxConcurrentStreams = 1 })
+	rc := dialRaw(t, ts, 1<<30)
+	rc.waitSettingsAck()
+	// The server opens its connection window past the initial 64 KiB.
+	for {
+		if f, ok := rc.next().(*http2.WindowUpdateFrame); ok && f.StreamID == 0 {
+			break
+		}
+	}
+	// Stream 1's handler holds the only slot, and keeps it after the reset.
+	rc.headers(1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
+	rc.reset(1)
+	rc.headers(3, false, ":method", "POST", ":path", "/", ":scheme", "https", ":authority", "x")
+	const sent = 20 * 16 << 10 // more than the quarter of the window that is given back at once
+	chunk := make([]byte, 16<<10)
+	for range sent / len(chunk) {
+		if err := rc.fr.WriteData(3, false, chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.reset(3)
+	var back uint32
+	for back < sent {
+		if f, ok := rc.next().(*http2.WindowUpdateFrame); ok && f.StreamID == 0 {
+			back += f.Increment
+		}
+	}
+}

@@ -70,13 +70,13 @@ func newStream(c *conn, id uint32, ended bool) *stream {
 	return st
 }
 
-// receive takes a DATA frame's data (size with its padding) for the
-// body.
+// receive takes a DATA frame's data (size with its padding, which the
+// caller gave back to the connection's window) for the body.
 func (st *stream) receive(data []byte, size int32, end bool) error {
 	st.mu.Lock()
 	if size > st.recvWindow {
 		st.mu.Unlock()
-		st.c.returnWindow(int(size))
+		st.c.returnWindow(len(data))
 		return http2.StreamError{StreamID: st.id, Code: errCodeFlowControl}
 	}
 	st.recvWindow -= size
@@ -135,6 +135,21 @@ func (st *stream) failBody(err error) {
 	st.mu.Unlock()
 }
 
+// resetBody is the stream's end before its body's: reads fail with err
+// at once, and what was received and not read goes back to the
+// connection's window now, whether or not a handler ever runs (a
+// queued stream's never does).
+func (st *stream) resetBody(err error) {
+	st.mu.Lock()
+	if st.rerr == nil {
+		st.rerr = err
+	}
+	unread := st.dropDataLocked()
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	st.c.returnWindow(unread)
+}
+
 // closeBody is the handler giving up the body: what it did not read goes
 // back to the connection's window.
 func (st *stream) closeBody() {
@@ -144,17 +159,24 @@ func (st *stream) closeBody() {
 		return
 	}
 	st.bodyClosed = true
-	unread := len(st.data) - st.off
-	if st.datap != nil {
-		putBuffer(&bodyBuffers, st.datap, st.data, 4*bufSize)
-	}
-	st.data, st.datap, st.off = nil, nil, 0
+	unread := st.dropDataLocked()
 	if st.rerr == nil {
 		st.rerr = errBodyClosed
 	}
 	st.cond.Broadcast()
 	st.mu.Unlock()
 	st.c.returnWindow(unread)
+}
+
+// dropDataLocked frees the received data and says how much of it was
+// not read.
+func (st *stream) dropDataLocked() int {
+	unread := len(st.data) - st.off
+	if st.datap != nil {
+		putBuffer(&bodyBuffers, st.datap, st.data, 4*bufSize)
+	}
+	st.data, st.datap, st.off = nil, nil, 0
+	return unread
 }
 
 func (st *stream) read(p []byte) (int, error) {
