@@ -645,11 +645,13 @@ func (c *conn) drainedLocked() bool {
 
 // resetStream ends st abnormally: its request's context is canceled
 // with cause, its body and writes fail, and with rst the client gets a
-// RST_STREAM with code (unless the stream already ended our way).
+// RST_STREAM with code, unless the stream is closed already (both ends
+// sent, or reset before): no frame may follow then.
 func (c *conn) resetStream(st *stream, code http2.ErrCode, cause error, rst bool) {
 	c.mu.Lock()
+	open := !st.removed
 	closeConn := false
-	if !st.removed {
+	if open {
 		closeConn = c.removeLocked(st)
 	}
 	c.mu.Unlock()
@@ -658,8 +660,8 @@ func (c *conn) resetStream(st *stream, code http2.ErrCode, cause error, rst bool
 	if st.werr == nil {
 		st.werr = cause
 	}
-	if rst && !st.rstSent {
-		st.rstSent, st.endSent = true, true
+	if rst && open {
+		st.endSent = true
 		c.appendRST(st.id, code)
 		_ = c.flushLocked(false)
 	}

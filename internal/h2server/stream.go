@@ -34,7 +34,6 @@ type stream struct {
 	sendWindow int64
 	werr       error // why writes fail now
 	endSent    bool  // END_STREAM or RST_STREAM sent
-	rstSent    bool
 
 	// The request body, guarded by mu.
 	mu    sync.Mutex
