@@ -85,10 +85,11 @@ func (rw *writerState) WriteHeader(code int) {
 	if rw.done || rw.wroteHeader {
 		return
 	}
-	if code < 200 && code != http.StatusSwitchingProtocols {
-		// Informational: sent at once, the final status still to come.
+	if code < 200 {
+		// Informational: sent at once, the final status still to come
+		// (101 too: HTTP/2 has no protocol switch to make final).
 		h := headerBlock{status: code}
-		rw.snapshot(&h)
+		rw.snapshot(&h, false)
 		if err := rw.c.writeStream(rw.st, &h, nil, false); err != nil {
 			rw.err = err
 		}
@@ -106,12 +107,14 @@ func (rw *writerState) WriteHeader(code int) {
 	// The header map as it is now is the response's: later changes to
 	// it have no effect, as with net/http.
 	rw.hdr.status = code
-	rw.snapshot(&rw.hdr)
+	rw.snapshot(&rw.hdr, true)
 }
 
 // snapshot appends the header map's fields to h, as HTTP/2 carries them:
 // names in lower case, no connection-specific fields, nothing invalid.
-func (rw *writerState) snapshot(h *headerBlock) {
+// Only a final header (not a 1xx's) tells what the body is and gets a
+// Date, as with net/http.
+func (rw *writerState) snapshot(h *headerBlock, final bool) {
 	if cap(h.fields) == 0 {
 		h.fields = make([]hpack.HeaderField, 0, len(rw.header)+3)
 	}
@@ -122,18 +125,21 @@ func (rw *writerState) snapshot(h *headerBlock) {
 		}
 		switch name {
 		case "connection":
-			if len(vv) > 0 && strings.EqualFold(vv[0], "close") {
+			if final && len(vv) > 0 && strings.EqualFold(vv[0], "close") {
 				rw.closeConn = true
 			}
 			continue
 		case "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
 			continue
 		case "content-type":
-			rw.hasType = true
+			rw.hasType = rw.hasType || final
 		case "content-length":
+			if !final {
+				continue
+			}
 			rw.hasLen = true
 		case "content-encoding":
-			rw.encoded = true
+			rw.encoded = rw.encoded || final
 		}
 		for _, v := range vv {
 			if !httpguts.ValidHeaderFieldValue(v) {
@@ -144,7 +150,7 @@ func (rw *writerState) snapshot(h *headerBlock) {
 			h.fields = append(h.fields, hpack.HeaderField{Name: name, Value: v, Sensitive: name == "audit-id"})
 		}
 	}
-	if _, ok := rw.header["Date"]; !ok {
+	if _, ok := rw.header["Date"]; !ok && final {
 		h.fields = append(h.fields, hpack.HeaderField{Name: "date", Value: httpDate()})
 	}
 }

@@ -176,6 +176,14 @@ func TestResponseHeaders(t *testing.T) {
 			w.WriteHeader(http.StatusEarlyHints)
 			h.Del("Link")
 			w.WriteHeader(http.StatusCreated)
+		case "/early-typed":
+			// What a 1xx carried says nothing of the final response.
+			h.Set("Content-Type", "text/plain")
+			h.Set("Content-Length", "99")
+			w.WriteHeader(http.StatusEarlyHints)
+			h.Del("Content-Type")
+			h.Del("Content-Length")
+			_, _ = io.WriteString(w, "<html><body>hi</body></html>")
 		}
 	}), nil)
 	c := ts.Client()
@@ -192,6 +200,7 @@ func TestResponseHeaders(t *testing.T) {
 		{"GET", "/toolong", 200, map[string]string{"Content-Length": "2"}, ""},
 		{"GET", "/late", 202, map[string]string{"X-Late": "", "Content-Length": "2"}, "ok"},
 		{"GET", "/early", 201, map[string]string{"Link": "", "Content-Length": "0"}, ""},
+		{"GET", "/early-typed", 200, map[string]string{"Content-Type": "text/html; charset=utf-8", "Content-Length": "28"}, "<html><body>hi</body></html>"},
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, ts.URL+tc.path, nil)
