@@ -32,19 +32,6 @@ const (
 	maxReadFrame = 16384
 )
 
-// Error codes, by their names in RFC 9113.
-const (
-	errCodeNo             = http2.ErrCodeNo
-	errCodeProtocol       = http2.ErrCodeProtocol
-	errCodeInternal       = http2.ErrCodeInternal
-	errCodeFlowControl    = http2.ErrCodeFlowControl
-	errCodeStreamClosed   = http2.ErrCodeStreamClosed
-	errCodeFrameSize      = http2.ErrCodeFrameSize
-	errCodeRefusedStream  = http2.ErrCodeRefusedStream
-	errCodeCancel         = http2.ErrCodeCancel
-	errCodeEnhanceYourCal = http2.ErrCodeEnhanceYourCalm
-)
-
 var (
 	errConnClosed   = errors.New("h2server: connection closed")
 	errStreamDone   = errors.New("h2server: the response is complete")
@@ -174,7 +161,7 @@ func (c *conn) serve() {
 	_ = c.nc.SetReadDeadline(time.Time{})
 	if c.srv.IdleTimeout > 0 {
 		c.mu.Lock()
-		c.idle = time.AfterFunc(c.srv.IdleTimeout, func() { c.goAway(errCodeNo) })
+		c.idle = time.AfterFunc(c.srv.IdleTimeout, func() { c.goAway(http2.ErrCodeNo) })
 		c.mu.Unlock()
 	}
 	for {
@@ -182,7 +169,7 @@ func (c *conn) serve() {
 		if err == nil {
 			err = c.processFrame(f)
 		} else if errors.Is(err, http2.ErrFrameTooLarge) {
-			err = http2.ConnectionError(errCodeFrameSize)
+			err = http2.ConnectionError(http2.ErrCodeFrameSize)
 		}
 		if err == nil {
 			continue
@@ -218,11 +205,11 @@ func (c *conn) readPreface() error {
 	}
 	sf, ok := f.(*http2.SettingsFrame)
 	if !ok || sf.IsAck() {
-		c.connError(errCodeProtocol, errors.New("the client's first frame is not SETTINGS"))
+		c.connError(http2.ErrCodeProtocol, errors.New("the client's first frame is not SETTINGS"))
 		return errors.New("the client's first frame is not SETTINGS")
 	}
 	if err := c.processSettings(sf); err != nil {
-		c.connError(errCodeProtocol, err)
+		c.connError(http2.ErrCodeProtocol, err)
 		return err
 	}
 	return nil
@@ -261,20 +248,19 @@ func (c *conn) processFrame(f http2.Frame) error {
 		return c.processReset(f)
 	case *http2.PriorityFrame:
 		if f.StreamDep == f.StreamID {
-			return http2.StreamError{StreamID: f.StreamID, Code: errCodeProtocol}
+			return http2.StreamError{StreamID: f.StreamID, Code: http2.ErrCodeProtocol}
 		}
 		return nil
 	case *http2.GoAwayFrame:
-		if f.ErrCode != errCodeNo {
+		if f.ErrCode != http2.ErrCodeNo {
 			c.srv.logf("http2: %s: the client sent GOAWAY %v: %q", c.remoteAddr, f.ErrCode, f.DebugData())
 		}
-		c.goAway(errCodeNo)
+		c.goAway(http2.ErrCodeNo)
 		return nil
 	case *http2.PushPromiseFrame:
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	default:
-		// Unknown types are ignored (RFC 9113, 5.5); CONTINUATION
-		// frames arrive merged into their HEADERS.
+		// Unknown types are ignored (RFC 9113, 5.5).
 		return nil
 	}
 }
@@ -290,10 +276,10 @@ func (c *conn) lookup(id uint32) (st *stream, idle bool) {
 func (c *conn) processHeaders(f *decodedHeaders) error {
 	id := f.stream
 	if id%2 != 1 {
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	if f.prio && f.priority.StreamDep == id {
-		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		return http2.StreamError{StreamID: id, Code: http2.ErrCodeProtocol}
 	}
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
@@ -302,7 +288,7 @@ func (c *conn) processHeaders(f *decodedHeaders) error {
 	}
 	if id <= c.maxClientID {
 		c.mu.Unlock()
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	c.maxClientID = id
 	if c.goingAway {
@@ -315,9 +301,9 @@ func (c *conn) processHeaders(f *decodedHeaders) error {
 		unacked := c.unackedSettings > 0
 		c.mu.Unlock()
 		if unacked {
-			return http2.StreamError{StreamID: id, Code: errCodeRefusedStream}
+			return http2.StreamError{StreamID: id, Code: http2.ErrCodeRefusedStream}
 		}
-		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		return http2.StreamError{StreamID: id, Code: http2.ErrCodeProtocol}
 	}
 	c.mu.Unlock()
 
@@ -325,7 +311,7 @@ func (c *conn) processHeaders(f *decodedHeaders) error {
 	req, err := c.newRequest(st, f.fields)
 	if err != nil {
 		st.cancel(err)
-		return http2.StreamError{StreamID: id, Code: errCodeProtocol, Cause: err}
+		return http2.StreamError{StreamID: id, Code: http2.ErrCodeProtocol, Cause: err}
 	}
 	st.sendWindow = int64(c.peerInitialWindow)
 	st.tooLarge = f.truncated
@@ -339,7 +325,7 @@ func (c *conn) processHeaders(f *decodedHeaders) error {
 	if c.handlers >= int(c.maxStreams) {
 		if len(c.queued) >= 4*int(c.maxStreams) {
 			c.mu.Unlock()
-			return http2.ConnectionError(errCodeEnhanceYourCal)
+			return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
 		}
 		st.req = req
 		c.queued = append(c.queued, st)
@@ -365,12 +351,12 @@ func (c *conn) processTrailers(st *stream, f *decodedHeaders) error {
 		closed := st.endSent // both ways: only its removal is to come
 		c.wmu.Unlock()
 		if closed {
-			return http2.ConnectionError(errCodeStreamClosed)
+			return http2.ConnectionError(http2.ErrCodeStreamClosed)
 		}
-		return http2.StreamError{StreamID: st.id, Code: errCodeStreamClosed}
+		return http2.StreamError{StreamID: st.id, Code: http2.ErrCodeStreamClosed}
 	}
 	if !f.endStream || len(f.fields) > 0 && f.fields[0].IsPseudo() {
-		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
+		return http2.StreamError{StreamID: st.id, Code: http2.ErrCodeProtocol}
 	}
 	if err := st.endBody(); err != nil {
 		return err
@@ -386,7 +372,7 @@ func (c *conn) processData(f *http2.DataFrame) error {
 	c.mu.Lock()
 	if size > c.recvWindow {
 		c.mu.Unlock()
-		return http2.ConnectionError(errCodeFlowControl)
+		return http2.ConnectionError(http2.ErrCodeFlowControl)
 	}
 	c.recvWindow -= size
 	st := c.streams[id]
@@ -394,10 +380,10 @@ func (c *conn) processData(f *http2.DataFrame) error {
 		idle := id > c.maxClientID
 		c.mu.Unlock()
 		if idle {
-			return http2.ConnectionError(errCodeProtocol)
+			return http2.ConnectionError(http2.ErrCodeProtocol)
 		}
 		c.returnWindow(int(size))
-		return http2.StreamError{StreamID: id, Code: errCodeStreamClosed}
+		return http2.StreamError{StreamID: id, Code: http2.ErrCodeStreamClosed}
 	}
 	c.mu.Unlock()
 	if pad := int(size) - len(data); pad > 0 {
@@ -418,7 +404,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
 		if c.sendWindow+incr > 1<<31-1 {
-			return http2.ConnectionError(errCodeFlowControl)
+			return http2.ConnectionError(http2.ErrCodeFlowControl)
 		}
 		c.sendWindow += incr
 		c.wcond.Broadcast()
@@ -426,7 +412,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	st, idle := c.lookup(f.StreamID)
 	if idle {
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	if st == nil {
 		return nil // a closed stream's: it may cross our END_STREAM
@@ -434,7 +420,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if st.sendWindow+incr > 1<<31-1 {
-		return http2.StreamError{StreamID: st.id, Code: errCodeFlowControl}
+		return http2.StreamError{StreamID: st.id, Code: http2.ErrCodeFlowControl}
 	}
 	st.sendWindow += incr
 	c.wcond.Broadcast()
@@ -444,10 +430,10 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 func (c *conn) processReset(f *http2.RSTStreamFrame) error {
 	st, idle := c.lookup(f.StreamID)
 	if idle {
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	if st != nil {
-		c.resetStream(st, errCodeNo, errStreamReset, false)
+		c.resetStream(st, http2.ErrCodeNo, errStreamReset, false)
 	}
 	return nil
 }
@@ -457,14 +443,14 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.unackedSettings == 0 {
-			return http2.ConnectionError(errCodeProtocol)
+			return http2.ConnectionError(http2.ErrCodeProtocol)
 		}
 		c.unackedSettings--
 		return nil
 	}
 	if f.NumSettings() > 100 {
 		// Not in the RFC: a client this talkative is not one.
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
@@ -505,7 +491,7 @@ func (c *conn) setInitialWindow(v int32) error {
 	defer c.wmu.Unlock()
 	for _, st := range c.streams {
 		if st.sendWindow+delta > 1<<31-1 {
-			return http2.ConnectionError(errCodeFlowControl)
+			return http2.ConnectionError(http2.ErrCodeFlowControl)
 		}
 		st.sendWindow += delta
 	}
@@ -532,7 +518,7 @@ func (c *conn) runHandler(st *stream, req *http.Request) {
 				buf = buf[:runtime.Stack(buf, false)]
 				c.srv.logf("http2: panic serving %s: %v\n%s", c.remoteAddr, p, buf)
 			}
-			c.resetStream(st, errCodeInternal, errHandlerPanic, true)
+			c.resetStream(st, http2.ErrCodeInternal, errHandlerPanic, true)
 		} else {
 			rw.finish()
 			rw.release()
@@ -578,7 +564,7 @@ func (c *conn) handlerDone(st *stream) {
 	if unfinished {
 		// The response could not be completed (finish failed): the
 		// stream cannot stay open without a handler.
-		c.resetStream(st, errCodeInternal, errStreamDone, true)
+		c.resetStream(st, http2.ErrCodeInternal, errStreamDone, true)
 	}
 	st.cancel(context.Canceled)
 	if closeConn {
@@ -610,7 +596,7 @@ func (c *conn) localEnded(st *stream) {
 		return
 	}
 	c.mu.Unlock()
-	c.resetStream(st, errCodeNo, errStreamDone, true)
+	c.resetStream(st, http2.ErrCodeNo, errStreamDone, true)
 }
 
 // remoteEnded notes the end of a request body; a stream whose response
@@ -773,7 +759,7 @@ func (c *conn) teardown() {
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	for _, st := range streams {
-		c.resetStream(st, errCodeNo, errConnClosed, false)
+		c.resetStream(st, http2.ErrCodeNo, errConnClosed, false)
 	}
 	// The connection is done once its handlers are: http.Server.Shutdown,
 	// which waits for connections, then waits for them too.

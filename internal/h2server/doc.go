@@ -14,10 +14,12 @@
 // whichever goroutine finds the connection idle (writes arriving while
 // another is under way go out with the next one).
 //
-// Framing, header compression and the checks of header fields are
-// golang.org/x/net/http2's Framer and hpack; this package keeps the
-// connection's state: streams, flow control both ways, settings,
-// GOAWAY, and the limits a hostile client meets (streams at once,
-// handlers still running after their stream was reset, header list
-// size, writes that make no progress).
+// Frames are read with golang.org/x/net/http2's Framer and header
+// blocks coded with its hpack; the frames it sends, this package
+// encodes into the connection's buffer itself, and it decodes header
+// blocks itself (into a field slice it reuses), with the Framer's checks
+// of header fields. It keeps the connection's state: streams, flow
+// control both ways, settings, GOAWAY, and the limits a hostile client
+// meets (streams at once, handlers still running after their stream was
+// reset, header list size, writes that make no progress).
 package h2server

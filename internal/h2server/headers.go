@@ -17,7 +17,7 @@ import (
 // forbidden bytes, pseudo-fields first, known and not repeated, and the
 // list within MAX_HEADER_LIST_SIZE (past it the request is answered 431).
 
-// headerBlock gathers the frames of one header block. The serve
+// headerBlockReader gathers the frames of one header block. The serve
 // goroutine's own.
 type headerBlockReader struct {
 	hdec *hpack.Decoder
@@ -93,7 +93,7 @@ func validFieldName(s string) bool {
 	}
 	for i := range len(s) {
 		b := s[i]
-		if b >= 0x80 || !httpguts.IsTokenRune(rune(b)) || 'A' <= b && b <= 'Z' {
+		if !httpguts.IsTokenRune(rune(b)) || 'A' <= b && b <= 'Z' {
 			return false
 		}
 	}
@@ -131,7 +131,7 @@ func (h *headerBlockReader) continuation(f *http2.ContinuationFrame, limit uint3
 // the limit (the CONTINUATION flood: a connection error, as the Framer's).
 func (h *headerBlockReader) gather(frag []byte, limit uint32) error {
 	if len(h.pending)+len(frag) > 2*int(limit) {
-		return http2.ConnectionError(errCodeProtocol)
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	h.pending = append(h.pending, frag...)
 	return nil
@@ -154,10 +154,10 @@ func (h *headerBlockReader) decode(stream uint32, endStream bool, prio http2.Pri
 		defer func() { h.fields = nil }()
 	}
 	if h.invalid != nil {
-		return http2.StreamError{StreamID: stream, Code: errCodeProtocol, Cause: h.invalid}
+		return http2.StreamError{StreamID: stream, Code: http2.ErrCodeProtocol, Cause: h.invalid}
 	}
 	if err := checkPseudos(h.fields); err != nil {
-		return http2.StreamError{StreamID: stream, Code: errCodeProtocol, Cause: err}
+		return http2.StreamError{StreamID: stream, Code: http2.ErrCodeProtocol, Cause: err}
 	}
 	*out = decodedHeaders{stream: stream, endStream: endStream, fields: h.fields, truncated: h.truncated, priority: prio, prio: hasPrio}
 	return nil

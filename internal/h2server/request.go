@@ -30,8 +30,8 @@ func (c *conn) newRequest(st *stream, fields []hpack.HeaderField) (*http.Request
 		case ":authority":
 			authority = hf.Value
 		default:
-			// :protocol (extended CONNECT) is not offered; :status
-			// belongs to responses.
+			// :protocol: extended CONNECT is not offered (the header
+			// block's checks let no other pseudo-header through).
 			return nil, errors.New("unexpected pseudo-header " + hf.Name)
 		}
 	}

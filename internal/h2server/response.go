@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
 
@@ -249,7 +250,7 @@ func (rw *writerState) finish() {
 		rw.buf, rw.bufp = nil, nil
 	}
 	if rw.closeConn {
-		rw.c.goAway(errCodeNo)
+		rw.c.goAway(http2.ErrCodeNo)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/leasehold/leasehold/internal/workers"
 )
 
@@ -32,7 +34,8 @@ type Server struct {
 	// connection may have open at once; 0 means 250.
 	MaxConcurrentStreams uint32
 	// MaxHeaderBytes limits a request's header list (names, values and
-	// 32 bytes per field, as HTTP/2 counts it); 0 means 1 MiB.
+	// 32 bytes per field, as HTTP/2 counts it), at most 16 MiB; 0 means
+	// the http.Server's MaxHeaderBytes (Configure), else 1 MiB.
 	MaxHeaderBytes int
 	// IdleTimeout closes a connection without streams for this long;
 	// 0 means never.
@@ -121,7 +124,7 @@ func (s *Server) shutdown() {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.goAway(errCodeNo)
+		c.goAway(http2.ErrCodeNo)
 	}
 }
 

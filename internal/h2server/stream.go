@@ -76,14 +76,14 @@ func (st *stream) receive(data []byte, size int32, end bool) error {
 	if size > st.recvWindow {
 		st.mu.Unlock()
 		st.c.returnWindow(len(data))
-		return http2.StreamError{StreamID: st.id, Code: errCodeFlowControl}
+		return http2.StreamError{StreamID: st.id, Code: http2.ErrCodeFlowControl}
 	}
 	st.recvWindow -= size
 	st.got += int64(len(data))
 	if st.declared >= 0 && (st.got > st.declared || end && st.got != st.declared) {
 		st.mu.Unlock()
 		st.c.returnWindow(len(data))
-		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol, Cause: errors.New("request body length differs from its Content-Length")}
+		return http2.StreamError{StreamID: st.id, Code: http2.ErrCodeProtocol, Cause: errors.New("request body length differs from its Content-Length")}
 	}
 	if st.bodyClosed || st.rerr != nil {
 		// Nobody reads it: the connection's window comes back at once.
@@ -114,7 +114,7 @@ func (st *stream) endBody() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.declared >= 0 && st.got != st.declared {
-		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
+		return http2.StreamError{StreamID: st.id, Code: http2.ErrCodeProtocol}
 	}
 	if st.rerr == nil {
 		st.rerr = io.EOF
@@ -239,7 +239,7 @@ func (st *stream) setWriteDeadline(t time.Time) {
 		return
 	}
 	st.writeTimer = resetTimer(st.writeTimer, t, func() {
-		st.c.resetStream(st, errCodeInternal, os.ErrDeadlineExceeded, true)
+		st.c.resetStream(st, http2.ErrCodeInternal, os.ErrDeadlineExceeded, true)
 	})
 }
 

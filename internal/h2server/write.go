@@ -18,8 +18,8 @@ import (
 // reading slows its handlers down instead of growing buffers; the serve
 // goroutine, writing control frames, waits only when it is the writer.
 
-// maxBuffered is how much a response queues before it is written: an
-// HTTP/2 frame of the largest size a client may allow and some more.
+// maxBuffered is how much a response queues before it is written: four
+// DATA frames of HTTP/2's default size.
 const maxBuffered = 64 << 10
 
 // statusValues are the :status values, by code.
