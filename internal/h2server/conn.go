@@ -201,15 +201,26 @@ func (c *conn) readPreface() error {
 	}
 	f, err := c.fr.ReadFrame()
 	if err != nil {
-		return fmt.Errorf("reading the client's first SETTINGS: %w", err)
+		err = fmt.Errorf("reading the client's first SETTINGS: %w", err)
+		var ce http2.ConnectionError
+		if errors.As(err, &ce) { // the Framer's verdict on the frame
+			c.connError(http2.ErrCode(ce), err)
+		}
+		return err
 	}
 	sf, ok := f.(*http2.SettingsFrame)
 	if !ok || sf.IsAck() {
-		c.connError(http2.ErrCodeProtocol, errors.New("the client's first frame is not SETTINGS"))
-		return errors.New("the client's first frame is not SETTINGS")
+		err := errors.New("the client's first frame is not SETTINGS")
+		c.connError(http2.ErrCodeProtocol, err)
+		return err
 	}
 	if err := c.processSettings(sf); err != nil {
-		c.connError(http2.ErrCodeProtocol, err)
+		code := http2.ErrCodeProtocol
+		var ce http2.ConnectionError
+		if errors.As(err, &ce) {
+			code = http2.ErrCode(ce)
+		}
+		c.connError(code, err)
 		return err
 	}
 	return nil

@@ -852,3 +852,23 @@ func TestNoResetAfterEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestBadFirstSettings: a first SETTINGS frame with a value out of range
+// is a connection error the client hears of, with its code, in a GOAWAY
+// (as from net/http's server), not a bare close.
+func TestBadFirstSettings(t *testing.T) {
+	ts := start(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), nil)
+	for _, tc := range []struct {
+		setting http2.Setting
+		code    http2.ErrCode
+	}{
+		{http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 31}, http2.ErrCodeFlowControl},
+		{http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 24}, http2.ErrCodeProtocol},
+		{http2.Setting{ID: http2.SettingEnablePush, Val: 2}, http2.ErrCodeProtocol},
+	} {
+		rc := dialRaw(t, ts, 1<<30, tc.setting)
+		if f := rc.expectGoAway(); f.ErrCode != tc.code {
+			t.Errorf("%v: GOAWAY %v, want %v", tc.setting, f.ErrCode, tc.code)
+		}
+	}
+}
