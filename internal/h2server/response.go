@@ -33,20 +33,17 @@ type writerState struct {
 	header http.Header
 	isHead bool
 
-	status      int
-	wroteHeader bool // WriteHeader was called (with a final status)
-	sentHeader  bool // the HEADERS frame went out
-	done        bool // the handler returned
-	closeConn   bool // the handler set "Connection: close"
-	declLen     int64
-	written     int64
-	hdr         headerBlock
-	hasType     bool
-	hasLen      bool
-	encoded     bool // Content-Encoding set: no sniffing
-	buf         []byte
-	bufp        *[]byte // buf's pooled buffer
-	err         error
+	sentHeader bool  // the HEADERS frame went out
+	done       bool  // the handler returned
+	closeConn  bool  // the handler set "Connection: close"
+	declLen    int64 // the handler's Content-Length, -1 without one
+	written    int64
+	hdr        headerBlock // the final header, once WriteHeader set its status
+	hasType    bool
+	encoded    bool // Content-Encoding set: no sniffing
+	buf        []byte
+	bufp       *[]byte // buf's pooled buffer
+	err        error
 }
 
 // writerStates recycles response states and their field slices (as
@@ -79,11 +76,14 @@ func (rw *responseWriter) release() {
 
 func (rw *writerState) Header() http.Header { return rw.header }
 
+// wroteHeader reports whether WriteHeader was called with a final status.
+func (rw *writerState) wroteHeader() bool { return rw.hdr.status != 0 }
+
 func (rw *writerState) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if rw.done || rw.wroteHeader {
+	if rw.done || rw.wroteHeader() {
 		return
 	}
 	if code < 200 {
@@ -96,13 +96,13 @@ func (rw *writerState) WriteHeader(code int) {
 		}
 		return
 	}
-	rw.wroteHeader = true
-	rw.status = code
-	if cl := rw.header.Get("Content-Length"); cl != "" {
-		if v, err := strconv.ParseUint(cl, 10, 63); err == nil {
+	// A Content-Length the handler set is sent when it is a length, and
+	// dropped (the length computed instead) when not.
+	if _, ok := rw.header["Content-Length"]; ok {
+		if v, err := strconv.ParseUint(rw.header.Get("Content-Length"), 10, 63); err == nil {
 			rw.declLen = int64(v)
 		} else {
-			rw.header.Del("Content-Length")
+			delete(rw.header, "Content-Length")
 		}
 	}
 	// The header map as it is now is the response's: later changes to
@@ -138,7 +138,6 @@ func (rw *writerState) snapshot(h *headerBlock, final bool) {
 			if !final {
 				continue
 			}
-			rw.hasLen = true
 		case "content-encoding":
 			rw.encoded = rw.encoded || final
 		}
@@ -160,10 +159,10 @@ func (rw *writerState) Write(p []byte) (int, error) {
 	if rw.done {
 		return 0, errStreamDone
 	}
-	if !rw.wroteHeader {
+	if !rw.wroteHeader() {
 		rw.WriteHeader(http.StatusOK)
 	}
-	if !bodyAllowed(rw.status) {
+	if !bodyAllowed(rw.hdr.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
 	rw.written += int64(len(p))
@@ -197,7 +196,7 @@ func (rw *writerState) FlushError() error {
 	if rw.done {
 		return errStreamDone
 	}
-	if !rw.wroteHeader {
+	if !rw.wroteHeader() {
 		rw.WriteHeader(http.StatusOK)
 	}
 	if rw.err != nil {
@@ -238,7 +237,7 @@ func (rw *writerState) finish() {
 	if rw.done {
 		return
 	}
-	if !rw.wroteHeader {
+	if !rw.wroteHeader() {
 		rw.WriteHeader(http.StatusOK)
 	}
 	if rw.err == nil {
@@ -291,10 +290,10 @@ func (rw *writerState) send(more []byte, end bool) error {
 // length of a body written whole when the handler returned, and a
 // Content-Type sniffed from the first bytes when the handler set none.
 func (rw *writerState) completeHeader(final bool, more []byte) {
-	if !bodyAllowed(rw.status) {
+	if !bodyAllowed(rw.hdr.status) {
 		return
 	}
-	if final && !rw.hasLen && rw.declLen < 0 && (len(rw.buf) > 0 || !rw.isHead) {
+	if final && rw.declLen < 0 && (len(rw.buf) > 0 || !rw.isHead) {
 		rw.hdr.fields = append(rw.hdr.fields, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(rw.buf))})
 	}
 	if !rw.hasType && !rw.encoded {

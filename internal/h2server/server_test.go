@@ -176,6 +176,9 @@ func TestResponseHeaders(t *testing.T) {
 			w.WriteHeader(http.StatusEarlyHints)
 			h.Del("Link")
 			w.WriteHeader(http.StatusCreated)
+		case "/badlength":
+			h["Content-Length"] = []string{""}
+			_, _ = io.WriteString(w, "abc")
 		case "/early-typed":
 			// What a 1xx carried says nothing of the final response.
 			h.Set("Content-Type", "text/plain")
@@ -200,6 +203,7 @@ func TestResponseHeaders(t *testing.T) {
 		{"GET", "/toolong", 200, map[string]string{"Content-Length": "2"}, ""},
 		{"GET", "/late", 202, map[string]string{"X-Late": "", "Content-Length": "2"}, "ok"},
 		{"GET", "/early", 201, map[string]string{"Link": "", "Content-Length": "0"}, ""},
+		{"GET", "/badlength", 200, map[string]string{"Content-Length": "3"}, "abc"},
 		{"GET", "/early-typed", 200, map[string]string{"Content-Type": "text/html; charset=utf-8", "Content-Length": "28"}, "<html><body>hi</body></html>"},
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
