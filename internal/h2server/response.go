@@ -91,7 +91,7 @@ func (rw *writerState) WriteHeader(code int) {
 		// (101 too: HTTP/2 has no protocol switch to make final).
 		h := headerBlock{status: code}
 		rw.snapshot(&h, false)
-		if err := rw.c.writeStream(rw.st, &h, nil, false); err != nil {
+		if err := rw.c.writeStream(rw.st, &h, false); err != nil {
 			rw.err = err
 		}
 		return
@@ -265,16 +265,8 @@ func (rw *writerState) send(more []byte, end bool) error {
 	if rw.isHead {
 		rw.buf, more = rw.buf[:0], nil
 	}
-	var err error
-	if len(more) == 0 || len(rw.buf) == 0 {
-		data := rw.buf
-		if len(data) == 0 {
-			data = more
-		}
-		err = rw.c.writeStream(rw.st, h, data, end)
-	} else if err = rw.c.writeStream(rw.st, h, rw.buf, false); err == nil {
-		err = rw.c.writeStream(rw.st, nil, more, end)
-	}
+	// What was buffered and more go out together.
+	err := rw.c.writeStream(rw.st, h, end, rw.buf, more)
 	rw.buf = rw.buf[:0]
 	if err != nil {
 		rw.err = err

@@ -132,52 +132,60 @@ func (c *conn) appendHeaders(id uint32, h *headerBlock, end bool) {
 	}
 }
 
-// writeStream sends st's response: its headers when h is set, then data
-// within the flow-control windows, ending the stream when end is set.
-// It returns once the frames are written, or why they cannot be.
-func (c *conn) writeStream(st *stream, h *headerBlock, data []byte, end bool) error {
+// writeStream sends st's response: its headers when h is set, then the
+// parts of data within the flow-control windows, ending the stream when
+// end is set. It returns once the frames are written, or why they
+// cannot be.
+func (c *conn) writeStream(st *stream, h *headerBlock, end bool, parts ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if err := c.streamWriteErr(st); err != nil {
 		return err
 	}
+	left := 0 // bytes still to send
+	for _, p := range parts {
+		left += len(p)
+	}
 	if h != nil {
-		onlyHeaders := end && len(data) == 0
+		onlyHeaders := end && left == 0
 		c.appendHeaders(st.id, h, onlyHeaders)
 		if onlyHeaders {
 			st.endSent = true
 		}
 	}
-	for len(data) > 0 {
-		n := min(int64(len(data)), st.sendWindow, c.sendWindow, int64(c.peerMaxFrame))
-		if n <= 0 {
-			// Out of window: what is queued goes out, then the
-			// client's WINDOW_UPDATE is awaited.
-			if err := c.flushLocked(true); err != nil {
-				return err
+	for _, data := range parts {
+		for len(data) > 0 {
+			n := min(int64(len(data)), st.sendWindow, c.sendWindow, int64(c.peerMaxFrame))
+			if n <= 0 {
+				// Out of window: what is queued goes out, then the
+				// client's WINDOW_UPDATE is awaited.
+				if err := c.flushLocked(true); err != nil {
+					return err
+				}
+				for st.werr == nil && c.werr == nil && (st.sendWindow <= 0 || c.sendWindow <= 0) {
+					c.wcond.Wait()
+				}
+				if err := c.streamWriteErr(st); err != nil {
+					return err
+				}
+				continue
 			}
-			for st.werr == nil && c.werr == nil && (st.sendWindow <= 0 || c.sendWindow <= 0) {
-				c.wcond.Wait()
+			left -= int(n)
+			last := end && left == 0
+			c.appendData(st.id, data[:n], last)
+			st.sendWindow -= n
+			c.sendWindow -= n
+			data = data[n:]
+			if last {
+				st.endSent = true
 			}
-			if err := c.streamWriteErr(st); err != nil {
-				return err
-			}
-			continue
-		}
-		last := end && int(n) == len(data)
-		c.appendData(st.id, data[:n], last)
-		st.sendWindow -= n
-		c.sendWindow -= n
-		data = data[n:]
-		if last {
-			st.endSent = true
-		}
-		if len(c.out) >= maxBuffered && len(data) > 0 {
-			if err := c.flushLocked(true); err != nil {
-				return err
-			}
-			if err := c.streamWriteErr(st); err != nil {
-				return err
+			if len(c.out) >= maxBuffered && left > 0 {
+				if err := c.flushLocked(true); err != nil {
+					return err
+				}
+				if err := c.streamWriteErr(st); err != nil {
+					return err
+				}
 			}
 		}
 	}
