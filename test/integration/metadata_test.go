@@ -267,19 +267,21 @@ func TestWriteOptionsInvalid(t *testing.T) {
 			t.Errorf("details %+v, want %s.meta.k8s.io with a cause on %s (%q)", d, kind, field, se.ErrStatus.Message)
 		}
 	}
-	tooLong := strings.Repeat("m", 129)
-	for _, tc := range []struct {
-		name  string
-		opts  metav1.CreateOptions
-		field string
+	// Each refused option, by the field kube-apiserver names.
+	refused := []struct {
+		field             string
+		dryRun            []string
+		validation, owner string
 	}{
-		{"dryRun", metav1.CreateOptions{DryRun: []string{"Some"}}, "dryRun"},
-		{"fieldValidation", metav1.CreateOptions{FieldValidation: "Loose"}, "fieldValidation"},
-		{"fieldManager", metav1.CreateOptions{FieldManager: tooLong}, "fieldManager"},
-	} {
-		_, err := leases.Create(ctx, lease("c-"+strings.ToLower(tc.name)), tc.opts)
-		wantInvalid(t, err, "CreateOptions", tc.field)
-		_, err = leases.Get(ctx, "c-"+strings.ToLower(tc.name), metav1.GetOptions{})
+		{field: "dryRun", dryRun: []string{"Some"}},
+		{field: "fieldValidation", validation: "Loose"},
+		{field: "fieldManager", owner: strings.Repeat("m", 129)},
+	}
+	for _, r := range refused {
+		name := "c-" + strings.ToLower(r.field)
+		_, err := leases.Create(ctx, lease(name), metav1.CreateOptions{DryRun: r.dryRun, FieldValidation: r.validation, FieldManager: r.owner})
+		wantInvalid(t, err, "CreateOptions", r.field)
+		_, err = leases.Get(ctx, name, metav1.GetOptions{})
 		wantStatus(t, err, 404, metav1.StatusReasonNotFound)
 	}
 	if _, err := leases.Create(ctx, lease("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -291,17 +293,9 @@ func TestWriteOptionsInvalid(t *testing.T) {
 	l := must[*coordinationv1.Lease](t)(leases.Create(ctx, lease("u"), metav1.CreateOptions{}))
 	changed := l.DeepCopy()
 	changed.Spec.HolderIdentity = ptr("b")
-	for _, tc := range []struct {
-		name  string
-		opts  metav1.UpdateOptions
-		field string
-	}{
-		{"dryRun", metav1.UpdateOptions{DryRun: []string{"Some"}}, "dryRun"},
-		{"fieldValidation", metav1.UpdateOptions{FieldValidation: "Loose"}, "fieldValidation"},
-		{"fieldManager", metav1.UpdateOptions{FieldManager: tooLong}, "fieldManager"},
-	} {
-		_, err := leases.Update(ctx, changed, tc.opts)
-		wantInvalid(t, err, "UpdateOptions", tc.field)
+	for _, r := range refused {
+		_, err := leases.Update(ctx, changed, metav1.UpdateOptions{DryRun: r.dryRun, FieldValidation: r.validation, FieldManager: r.owner})
+		wantInvalid(t, err, "UpdateOptions", r.field)
 	}
 	if got := must[*coordinationv1.Lease](t)(leases.Get(ctx, "u", metav1.GetOptions{})); got.ResourceVersion != l.ResourceVersion {
 		t.Errorf("refused updates changed the lease: resourceVersion %s, was %s", got.ResourceVersion, l.ResourceVersion)
