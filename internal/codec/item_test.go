@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
+	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
 
@@ -207,6 +208,41 @@ func TestEncodeStorage(t *testing.T) {
 		}
 		if cap(got) > len(got)+64 {
 			t.Errorf("%T: %d bytes in a buffer of %d", obj, len(got), cap(got))
+		}
+	}
+}
+
+// TestEncodeObjectLikeSerializers: an object's answer is the serializer's,
+// whether its encodings are memoised (a cached object) or not (the answer
+// to a write, encoded in one piece), and a memo's second use answers the
+// same bytes.
+func TestEncodeObjectLikeSerializers(t *testing.T) {
+	c := newCodecs(t)
+	var res resources.Resource
+	for _, k := range builtin.Kinds(builtin.Options{}) {
+		if k.Names.Kind == "Lease" {
+			res = k.Storage()
+		}
+	}
+	for _, mt := range []string{JSON, Protobuf} {
+		out := output(t, c, mt)
+		obj := testLease("a")
+		var want bytes.Buffer
+		if err := c.Encode(&want, out, obj); err != nil {
+			t.Fatal(err)
+		}
+		memo := &Memo{}
+		for _, tc := range []struct {
+			name string
+			memo *Memo
+		}{{"no memo", nil}, {"memo", memo}, {"memoised", memo}} {
+			got, err := c.EncodeObject(out, res, Cached{Obj: obj, Memo: tc.memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("%s, %s:\n got %q\nwant %q", mt, tc.name, got, want.Bytes())
+			}
 		}
 	}
 }

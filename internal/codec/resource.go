@@ -47,6 +47,13 @@ func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([
 		return c.encode(out, result)
 	}
 	if format, ok := itemFormat(out); ok {
+		if format == itemProtobuf && obj.Memo == nil {
+			// No memo keeps the item (the answer to a write): the
+			// envelope and the object are encoded into one buffer.
+			if b, ok, err := c.enveloped(res, obj.Obj); ok {
+				return b, err
+			}
+		}
 		item, err := c.item(out, format, res, obj)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -62,6 +69,23 @@ func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([
 		return nil, apierrors.NewInternalError(err)
 	}
 	return c.encode(out, v)
+}
+
+// enveloped returns obj at res's version in the protobuf envelope, when
+// its type has a generated protobuf encoding (ok).
+func (c *Codecs) enveloped(res resources.Resource, obj resources.Object) (b []byte, ok bool, err error) {
+	v, err := res.FromStorage(obj)
+	if err != nil {
+		return nil, true, apierrors.NewInternalError(err)
+	}
+	m, ok := v.(sizedMarshaler)
+	if !ok {
+		return nil, false, nil
+	}
+	if b, err = marshalEnveloped(res.GroupVersionKind(), m); err != nil {
+		return nil, true, apierrors.NewInternalError(err)
+	}
+	return b, true, nil
 }
 
 // EncodeList returns the response body of a list: the kind's list, a

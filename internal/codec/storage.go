@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // EncodeStorage returns the bytes stored for obj, an object of its kind's
@@ -91,7 +92,12 @@ func (c *Codecs) encodeStorageProto(obj runtime.Object, m sizedMarshaler) ([]byt
 	if obj, err = withoutResourceVersion(obj); err != nil {
 		return nil, err
 	}
-	m = obj.(sizedMarshaler)
+	return marshalEnveloped(gvk, obj.(sizedMarshaler))
+}
+
+// marshalEnveloped returns m's protobuf encoding in the envelope of kind
+// gvk, encoded in place: one allocation, no copy.
+func marshalEnveloped(gvk schema.GroupVersionKind, m sizedMarshaler) ([]byte, error) {
 	n := m.Size()
 	apiVersion := gvk.GroupVersion().String()
 	dst := make([]byte, 0, n+len(apiVersion)+len(gvk.Kind)+48)
