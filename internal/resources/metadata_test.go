@@ -410,7 +410,12 @@ func TestCheckMetaUpdate(t *testing.T) {
 			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: pick("v1", ""), Kind: "Pod", Name: pick("p", ""), UID: types.UID(pick("u", ""))}}
 		}
 		if rng.IntN(3) == 0 {
-			m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationType(pick("Update", "Apply", "Bad")), FieldsType: pick("FieldsV1", "")}}
+			m.ManagedFields = []metav1.ManagedFieldsEntry{{
+				Manager:     pick("m", "m", "tab\tm", "\xffm", strings.Repeat("m", 128), strings.Repeat("m", 129)),
+				Operation:   metav1.ManagedFieldsOperationType(pick("Update", "Apply", "Bad", "")),
+				FieldsType:  pick("FieldsV1", "", "FieldsV2"),
+				Subresource: pick("", "status", strings.Repeat("s", 256), strings.Repeat("s", 257)),
+			}}
 		}
 		return m
 	}
