@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +72,7 @@ type controller struct {
 	// lastErr is the last failure logged per Lease (no election, a write
 	// refused), so that it is logged once, not at every step; the
 	// worker's alone.
-	lastErr map[string]string
+	lastErr map[objectKey]string
 }
 
 func newController(reg *registry.Registry, log *slog.Logger, now func() time.Time) (*controller, error) {
@@ -85,10 +84,9 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	if !ok {
 		return nil, errors.New("leasecandidates are not served")
 	}
-	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[string]string{}}
+	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[objectKey]string{}}
 	c.leases = newMirror(reg, leaseRes, log, nil, func(obj resources.Object) {
-		k := objectKey(obj.GetNamespace(), obj.GetName())
-		if c.cands.hasIndex(k) {
+		if k := keyOf(obj); c.cands.hasIndex(k) {
 			c.queue.add(k, c.now())
 		}
 	})
@@ -99,8 +97,8 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 }
 
 // leaseOf is the namespace/name of the Lease a candidate stands for.
-func leaseOf(obj resources.Object) string {
-	return objectKey(obj.GetNamespace(), obj.(*coordinationv1beta1.LeaseCandidate).Spec.LeaseName)
+func leaseOf(obj resources.Object) objectKey {
+	return objectKey{obj.GetNamespace(), obj.(*coordinationv1beta1.LeaseCandidate).Spec.LeaseName}
 }
 
 func (c *controller) run(ctx context.Context) error {
@@ -150,8 +148,8 @@ func (c *controller) work(ctx context.Context) error {
 
 // reconcile runs one step of the election of the Lease k and returns
 // when to look at it again (zero: when something changes).
-func (c *controller) reconcile(ctx context.Context, k string) time.Time {
-	namespace, name, _ := strings.Cut(k, "/")
+func (c *controller) reconcile(ctx context.Context, k objectKey) time.Time {
+	namespace, name := k.namespace, k.name
 	var lease *coordinationv1.Lease
 	if o := c.leases.get(namespace, name); o != nil {
 		lease = o.(*coordinationv1.Lease)
@@ -167,7 +165,7 @@ func (c *controller) reconcile(ctx context.Context, k string) time.Time {
 	warn := func(what string, err error) {
 		failed = true
 		if msg := what + ": " + err.Error(); c.lastErr[k] != msg {
-			c.log.Warn(what, "lease", k, "err", err)
+			c.log.Warn(what, "lease", k.String(), "err", err)
 			c.lastErr[k] = msg
 		}
 	}
@@ -197,7 +195,7 @@ func (c *controller) reconcile(ctx context.Context, k string) time.Time {
 			continue
 		}
 		c.cands.observe(out.Object)
-		c.log.Debug("pinged candidate", "lease", k, "candidate", cand.Name)
+		c.log.Debug("pinged candidate", "lease", k.String(), "candidate", cand.Name)
 	}
 	var out registry.WriteResult
 	var err error
@@ -214,7 +212,7 @@ func (c *controller) reconcile(ctx context.Context, k string) time.Time {
 		return next
 	}
 	c.leases.observe(out.Object)
-	c.log.Info("lease "+p.why, "lease", k)
+	c.log.Info("lease "+p.why, "lease", k.String())
 	return next
 }
 
@@ -238,9 +236,9 @@ func (c *controller) collect(ctx context.Context, now time.Time) {
 		})
 		switch {
 		case err == nil:
-			c.log.Info("deleted expired candidate", "candidate", objectKey(cand.Namespace, cand.Name), "renewed", last)
+			c.log.Info("deleted expired candidate", "candidate", objectKey{cand.Namespace, cand.Name}.String(), "renewed", last)
 		case ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			c.log.Warn("deleting expired candidate", "candidate", objectKey(cand.Namespace, cand.Name), "err", err)
+			c.log.Warn("deleting expired candidate", "candidate", objectKey{cand.Namespace, cand.Name}.String(), "err", err)
 		}
 	}
 }
@@ -248,16 +246,16 @@ func (c *controller) collect(ctx context.Context, now time.Time) {
 // queue holds the Leases to look at, each with when it falls due.
 type queue struct {
 	mu sync.Mutex // guards at
-	at map[string]time.Time
+	at map[objectKey]time.Time
 	// wake has room for one wake-up: a full channel already holds one,
 	// which covers any number of adds.
 	wake chan struct{}
 }
 
-func newQueue() *queue { return &queue{at: map[string]time.Time{}, wake: make(chan struct{}, 1)} }
+func newQueue() *queue { return &queue{at: map[objectKey]time.Time{}, wake: make(chan struct{}, 1)} }
 
 // add queues k for at, or keeps it for earlier if it already is.
-func (q *queue) add(k string, at time.Time) {
+func (q *queue) add(k objectKey, at time.Time) {
 	q.mu.Lock()
 	if cur, ok := q.at[k]; !ok || at.Before(cur) {
 		q.at[k] = at
@@ -271,7 +269,7 @@ func (q *queue) add(k string, at time.Time) {
 
 // due takes the keys due at now, and returns when the next of the others
 // is (zero: none).
-func (q *queue) due(now time.Time) (ready []string, next time.Time) {
+func (q *queue) due(now time.Time) (ready []objectKey, next time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for k, at := range q.at {

@@ -23,31 +23,31 @@ type mirror struct {
 	// every object after a list.
 	changed func(obj resources.Object)
 	// index, when set, groups the objects by the key it returns.
-	index func(obj resources.Object) string
+	index func(obj resources.Object) objectKey
 
 	synced chan struct{} // closed after the first list
 
 	mu sync.Mutex // guards objs, indexed and seen
 	// objs holds the objects by namespace/name; indexed by index key,
 	// then namespace/name.
-	objs    map[string]resources.Object
-	indexed map[string]map[string]resources.Object
+	objs    map[objectKey]resources.Object
+	indexed map[objectKey]map[objectKey]resources.Object
 	// seen holds the keys a list in progress has brought; nil between
 	// lists.
-	seen map[string]struct{}
+	seen map[objectKey]struct{}
 }
 
-func newMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) string, changed func(resources.Object)) *mirror {
+func newMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) objectKey, changed func(resources.Object)) *mirror {
 	m := &mirror{
 		index: index, changed: changed,
-		synced: make(chan struct{}), objs: map[string]resources.Object{}, indexed: map[string]map[string]resources.Object{},
+		synced: make(chan struct{}), objs: map[objectKey]resources.Object{}, indexed: map[objectKey]map[objectKey]resources.Object{},
 	}
 	m.follower = controllers.Follower{Registry: reg, Resource: res, Log: log, Listing: m.listing, Apply: m.apply}
 	return m
 }
 
 // setLocked stores obj under k (nil: deletes k), keeping the index.
-func (m *mirror) setLocked(k string, obj resources.Object) {
+func (m *mirror) setLocked(k objectKey, obj resources.Object) {
 	if old, ok := m.objs[k]; ok && m.index != nil {
 		ik := m.index(old)
 		delete(m.indexed[ik], k)
@@ -63,13 +63,20 @@ func (m *mirror) setLocked(k string, obj resources.Object) {
 	if m.index != nil {
 		ik := m.index(obj)
 		if m.indexed[ik] == nil {
-			m.indexed[ik] = map[string]resources.Object{}
+			m.indexed[ik] = map[objectKey]resources.Object{}
 		}
 		m.indexed[ik][k] = obj
 	}
 }
 
-func objectKey(namespace, name string) string { return namespace + "/" + name }
+// objectKey is an object's namespace and name: a struct, not their
+// "namespace/name" string, so that looking an object up allocates nothing
+// (the mirror of Leases sees every renewal).
+type objectKey struct{ namespace, name string }
+
+func keyOf(obj resources.Object) objectKey { return objectKey{obj.GetNamespace(), obj.GetName()} }
+
+func (k objectKey) String() string { return k.namespace + "/" + k.name }
 
 // run keeps the mirror until ctx ends or the registry fails.
 func (m *mirror) run(ctx context.Context) error { return m.follower.Run(ctx) }
@@ -77,7 +84,7 @@ func (m *mirror) run(ctx context.Context) error { return m.follower.Run(ctx) }
 func (m *mirror) listing() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.seen = map[string]struct{}{}
+	m.seen = map[objectKey]struct{}{}
 }
 
 // apply applies a batch of the follower's events; changed hears of each
@@ -91,7 +98,7 @@ func (m *mirror) apply(events []registry.Event) {
 			continue
 		}
 		obj := ev.Object.Obj
-		k := objectKey(obj.GetNamespace(), obj.GetName())
+		k := keyOf(obj)
 		m.mu.Lock()
 		if m.seen != nil {
 			m.seen[k] = struct{}{}
@@ -135,7 +142,7 @@ func (m *mirror) listed() {
 func (m *mirror) observe(obj resources.Object) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := objectKey(obj.GetNamespace(), obj.GetName())
+	k := keyOf(obj)
 	if newer(obj, m.objs[k]) {
 		m.setLocked(k, obj)
 	}
@@ -145,7 +152,7 @@ func (m *mirror) observe(obj resources.Object) {
 func (m *mirror) get(namespace, name string) resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.objs[objectKey(namespace, name)]
+	return m.objs[objectKey{namespace, name}]
 }
 
 // all returns every object.
@@ -160,7 +167,7 @@ func (m *mirror) all() []resources.Object {
 }
 
 // byIndex returns the objects under index key ik.
-func (m *mirror) byIndex(ik string) []resources.Object {
+func (m *mirror) byIndex(ik objectKey) []resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]resources.Object, 0, len(m.indexed[ik]))
@@ -171,7 +178,7 @@ func (m *mirror) byIndex(ik string) []resources.Object {
 }
 
 // hasIndex reports whether any object is under index key ik.
-func (m *mirror) hasIndex(ik string) bool {
+func (m *mirror) hasIndex(ik objectKey) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.indexed[ik]) > 0

@@ -41,8 +41,8 @@ func TestMirrorLists(t *testing.T) {
 	}
 	m.apply([]registry.Event{listEnd})
 	<-m.synced
-	if len(m.byIndex("ns/l1")) != 2 {
-		t.Fatalf("index after the first list: %v", m.byIndex("ns/l1"))
+	if len(m.byIndex(objectKey{"ns", "l1"})) != 2 {
+		t.Fatalf("index after the first list: %v", m.byIndex(objectKey{"ns", "l1"}))
 	}
 
 	// A newer state seen through a write survives a list that brings an
@@ -60,7 +60,7 @@ func TestMirrorLists(t *testing.T) {
 	if b := m.get("ns", "b"); b == nil || b.GetResourceVersion() != "9" {
 		t.Errorf("b: %v, want the state at 9", b)
 	}
-	if m.hasIndex("ns/l1") || len(m.byIndex("ns/l2")) != 2 {
-		t.Errorf("index after the second list: l1 %v, l2 %v", m.byIndex("ns/l1"), m.byIndex("ns/l2"))
+	if m.hasIndex(objectKey{"ns", "l1"}) || len(m.byIndex(objectKey{"ns", "l2"})) != 2 {
+		t.Errorf("index after the second list: l1 %v, l2 %v", m.byIndex(objectKey{"ns", "l1"}), m.byIndex(objectKey{"ns", "l2"}))
 	}
 }
