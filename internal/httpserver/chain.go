@@ -27,7 +27,7 @@ func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, r *request
 func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, shared *request) {
 	// withTimeout still reads the request it shares with this handler.
 	r := *shared
-	auditID := w.Header().Get("Audit-ID")
+	auditID := w.Header().Get("Audit-Id")
 	if s.authn != nil {
 		u, ok, err := s.authn.Authenticate(req)
 		if err != nil || !ok {

@@ -174,7 +174,8 @@ var (
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
-	auditID := req.Header.Get("Audit-ID")
+	// The canonical form: Get canonicalises any other, an allocation.
+	auditID := req.Header.Get("Audit-Id")
 	if auditID == "" {
 		auditID = uuid.NewString()
 	}
