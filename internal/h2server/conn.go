@@ -153,7 +153,11 @@ func (c *conn) serve() {
 
 	_ = c.nc.SetReadDeadline(time.Now().Add(prefaceTimeout))
 	if err := c.readPreface(); err != nil {
-		if errors.Is(err, errBadPreface) {
+		var ce http2.ConnectionError
+		switch {
+		case errors.As(err, &ce):
+			c.connError(http2.ErrCode(ce), err)
+		case errors.Is(err, errBadPreface):
 			c.srv.logf("http2: %s: %v", c.remoteAddr, err)
 		}
 		return
@@ -165,11 +169,9 @@ func (c *conn) serve() {
 		c.mu.Unlock()
 	}
 	for {
-		f, err := c.fr.ReadFrame()
+		f, err := c.readFrame()
 		if err == nil {
 			err = c.processFrame(f)
-		} else if errors.Is(err, http2.ErrFrameTooLarge) {
-			err = http2.ConnectionError(http2.ErrCodeFrameSize)
 		}
 		if err == nil {
 			continue
@@ -189,8 +191,19 @@ func (c *conn) serve() {
 	}
 }
 
+// readFrame reads the next frame. One larger than we allow is the
+// connection error RFC 9113 (4.2) makes it.
+func (c *conn) readFrame() (http2.Frame, error) {
+	f, err := c.fr.ReadFrame()
+	if errors.Is(err, http2.ErrFrameTooLarge) {
+		err = http2.ConnectionError(http2.ErrCodeFrameSize)
+	}
+	return f, err
+}
+
 // readPreface reads the client's connection preface: the fixed string,
-// then a SETTINGS frame.
+// then a SETTINGS frame. What the client got wrong in that frame is an
+// http2.ConnectionError in the error returned.
 func (c *conn) readPreface() error {
 	buf := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(c.nc, buf); err != nil {
@@ -199,29 +212,16 @@ func (c *conn) readPreface() error {
 	if string(buf) != http2.ClientPreface {
 		return errBadPreface
 	}
-	f, err := c.fr.ReadFrame()
+	f, err := c.readFrame()
 	if err != nil {
-		err = fmt.Errorf("reading the client's first SETTINGS: %w", err)
-		var ce http2.ConnectionError
-		if errors.As(err, &ce) { // the Framer's verdict on the frame
-			c.connError(http2.ErrCode(ce), err)
-		}
-		return err
+		return fmt.Errorf("reading the client's first SETTINGS: %w", err)
 	}
 	sf, ok := f.(*http2.SettingsFrame)
 	if !ok || sf.IsAck() {
-		err := errors.New("the client's first frame is not SETTINGS")
-		c.connError(http2.ErrCodeProtocol, err)
-		return err
+		return fmt.Errorf("the client's first frame is not SETTINGS: %w", http2.ConnectionError(http2.ErrCodeProtocol))
 	}
 	if err := c.processSettings(sf); err != nil {
-		code := http2.ErrCodeProtocol
-		var ce http2.ConnectionError
-		if errors.As(err, &ce) {
-			code = http2.ErrCode(ce)
-		}
-		c.connError(code, err)
-		return err
+		return fmt.Errorf("the client's first SETTINGS: %w", err)
 	}
 	return nil
 }

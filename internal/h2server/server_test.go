@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -882,5 +883,12 @@ func TestBadFirstSettings(t *testing.T) {
 		if f := rc.expectGoAway(); f.ErrCode != tc.code {
 			t.Errorf("%v: GOAWAY %v, want %v", tc.setting, f.ErrCode, tc.code)
 		}
+	}
+	// A first frame larger than the server's SETTINGS_MAX_FRAME_SIZE
+	// (16 KiB, 6 bytes a setting) is a FRAME_SIZE_ERROR, as later.
+	many := slices.Repeat([]http2.Setting{{ID: http2.SettingHeaderTableSize, Val: 4096}}, 3000)
+	rc := dialRaw(t, ts, 1<<30, many...)
+	if f := rc.expectGoAway(); f.ErrCode != http2.ErrCodeFrameSize {
+		t.Errorf("a 18,000-byte first SETTINGS: GOAWAY %v, want %v", f.ErrCode, http2.ErrCodeFrameSize)
 	}
 }
