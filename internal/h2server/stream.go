@@ -140,11 +140,7 @@ func (st *stream) failBody(err error) {
 // queued stream's never does).
 func (st *stream) resetBody(err error) {
 	st.mu.Lock()
-	if st.rerr == nil {
-		st.rerr = err
-	}
-	unread := st.dropDataLocked()
-	st.cond.Broadcast()
+	unread := st.abandonLocked(err)
 	st.mu.Unlock()
 	st.c.returnWindow(unread)
 }
@@ -158,23 +154,24 @@ func (st *stream) closeBody() {
 		return
 	}
 	st.bodyClosed = true
-	unread := st.dropDataLocked()
-	if st.rerr == nil {
-		st.rerr = errBodyClosed
-	}
-	st.cond.Broadcast()
+	unread := st.abandonLocked(errBodyClosed)
 	st.mu.Unlock()
 	st.c.returnWindow(unread)
 }
 
-// dropDataLocked frees the received data and says how much of it was
-// not read.
-func (st *stream) dropDataLocked() int {
+// abandonLocked makes reads fail with err (unless they already end
+// otherwise), frees the received data and says how much of it was not
+// read: the caller gives that back to the connection's window.
+func (st *stream) abandonLocked(err error) int {
+	if st.rerr == nil {
+		st.rerr = err
+	}
 	unread := len(st.data) - st.off
 	if st.datap != nil {
 		putBuffer(&bodyBuffers, st.datap, st.data, 4*bufSize)
 	}
 	st.data, st.datap, st.off = nil, nil, 0
+	st.cond.Broadcast()
 	return unread
 }
 
