@@ -232,6 +232,16 @@ func (rw *writerState) FinishResponse() error {
 	return rw.err
 }
 
+// ReplaceHeader makes h the response's header map, unless the header
+// was written already. The map it had is left to whoever holds it:
+// httpserver's request timeout answers with a header of its own while
+// the handler may still be changing the one it was given.
+func (rw *writerState) ReplaceHeader(h http.Header) {
+	if !rw.wroteHeader() {
+		rw.header = h
+	}
+}
+
 // finish completes the response once the handler returned.
 func (rw *writerState) finish() {
 	if rw.done {

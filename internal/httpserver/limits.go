@@ -290,6 +290,9 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *reques
 // handler still runs (h2server's).
 type finisher interface {
 	FinishResponse() error
+	// ReplaceHeader gives the response a new header map before it is
+	// written.
+	ReplaceHeader(http.Header)
 }
 
 // finisherOf is w's finisher, through the writers wrapping it.
@@ -314,22 +317,30 @@ func finisherOf(w http.ResponseWriter) finisher {
 // answer begun, the write grace to finish it, after which the stream is
 // reset; next goes on with its context cancelled, its writes discarded,
 // as on the other path.
+//
+// The handler writes w's own header map: the 504 goes out with a new
+// one (ReplaceHeader), so no request pays for a copy. The timer is not
+// context.AfterFunc, which would also run when the client goes away:
+// the stream is reset then, and what the handler writes goes nowhere.
 func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *request, ctx context.Context, fin finisher, next func(http.ResponseWriter, *http.Request)) {
-	tw := &timeoutWriter{w: w, header: w.Header().Clone()}
-	fired := make(chan struct{})
-	answered := false // by the timer, with the 504
-	stop := context.AfterFunc(ctx, func() {
-		defer close(fired)
+	auditID := w.Header().Get("Audit-Id")
+	t := &inlineTimeout{timeoutWriter: timeoutWriter{w: w, header: w.Header(), headerIsW: true}}
+	deadline, _ := ctx.Deadline()
+	t.fired.Add(1)
+	timer := time.AfterFunc(time.Until(deadline), func() {
+		defer t.fired.Done()
 		if errors.Is(ctx.Err(), context.Canceled) {
-			// The client went away: nobody reads an answer.
-			tw.claim()
+			t.claim()
 			return
 		}
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeGrace))
-		if tw.claimUnstarted() {
+		if t.claimUnstarted() {
+			h := make(http.Header, 4)
+			setBaseHeader(h, auditID)
+			fin.ReplaceHeader(h)
 			s.writeError(w, req, timeoutError(r.attrs))
 			_ = fin.FinishResponse()
-			answered = true
+			t.answered = true
 		}
 	})
 	s.handlers.Add(1)
@@ -337,9 +348,9 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 	defer func() {
 		// Past this point w is the caller's again: the timer must be
 		// done with it.
-		timedOut := !stop()
+		timedOut := !timer.Stop()
 		if timedOut {
-			<-fired
+			t.fired.Wait()
 		}
 		p := recover()
 		if p == nil {
@@ -348,15 +359,22 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 		if p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value, as net/http compares it
 			s.logPanic(req, p)
 		}
-		if answered {
+		if t.answered {
 			return
 		}
-		if timedOut || p == http.ErrAbortHandler || !tw.claim() { //nolint:errorlint // sentinel panic value
+		if timedOut || p == http.ErrAbortHandler || !t.claim() { //nolint:errorlint // sentinel panic value
 			panic(http.ErrAbortHandler)
 		}
 		s.writeError(w, req, panicError())
 	}()
-	next(tw, req.WithContext(ctx))
+	next(&t.timeoutWriter, req.WithContext(ctx))
+}
+
+// inlineTimeout is timeoutInline's state, shared with its timer.
+type inlineTimeout struct {
+	timeoutWriter
+	fired    sync.WaitGroup // done once the timer's function returned
+	answered bool           // by the timer, with the 504
 }
 
 // panicError is the 500 of a request whose handler panicked.
@@ -398,8 +416,10 @@ type timeoutWriter struct {
 	// mu guards the fields below, and is held while writing to w, so that
 	// the handler and the timeout never write at once.
 	mu sync.Mutex
-	// header collects the handler's headers until its first write.
-	header http.Header
+	// header collects the handler's headers until its first write,
+	// unless headerIsW: then it is w's own map.
+	header    http.Header
+	headerIsW bool
 	// wroteHeader: the handler has started its answer.
 	wroteHeader bool
 	// claimed: the timeout (or panic) path owns w; the handler's writes
@@ -473,6 +493,10 @@ func (tw *timeoutWriter) Flush() { _ = tw.FlushError() }
 
 // start copies the handler's headers to w; mu must be held.
 func (tw *timeoutWriter) start() {
+	tw.wroteHeader = true
+	if tw.headerIsW {
+		return
+	}
 	h := tw.w.Header()
 	for k := range h {
 		delete(h, k)
@@ -480,5 +504,4 @@ func (tw *timeoutWriter) start() {
 	for k, v := range tw.header {
 		h[k] = v
 	}
-	tw.wroteHeader = true
 }

@@ -179,9 +179,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if auditID == "" {
 		auditID = uuid.NewString()
 	}
-	h["Audit-Id"] = []string{auditID}
-	h["Cache-Control"] = cacheControl
-	h["X-Content-Type-Options"] = noSniff
+	setBaseHeader(h, auditID)
 
 	if s.log.Enabled(req.Context(), slog.LevelDebug) {
 		start := time.Now()
@@ -211,6 +209,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	s.serveChain(w, req, r)
+}
+
+// setBaseHeader sets what every answer carries.
+func setBaseHeader(h http.Header, auditID string) {
+	h["Audit-Id"] = []string{auditID}
+	h["Cache-Control"] = cacheControl
+	h["X-Content-Type-Options"] = noSniff
 }
 
 // serveAPI serves an authorized request.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 			if finisherOf(w) == nil {
 				t.Error("leasehold's HTTP/2 server's writer cannot finish a response early")
 			}
+			setBaseHeader(w.Header(), "audit-1")
 			s.withTimeout(w, req, withAttrs(req, get), next)
 		}))
 		ts.EnableHTTP2 = true
@@ -69,6 +71,39 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 			t.Errorf("late write: %v", err)
 		}
 		s.Wait()
+	})
+
+	t.Run("the 504 has the base header, not the handler's", func(t *testing.T) {
+		// The handler writes the response's own header map; the timer
+		// must answer with another (under -race, sharing it is a race).
+		stop, handled := make(chan struct{}), make(chan struct{})
+		ts, s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			defer close(handled)
+			h := w.Header()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				h.Set("X-Handler", strconv.Itoa(i))
+				h.Del("Audit-Id")
+			}
+		})
+		resp, err := ts.Client().Get(ts.URL + "/apis/x?timeout=100ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		<-handled
+		s.Wait()
+		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get("X-Handler") != "" ||
+			resp.Header.Get("Audit-Id") != "audit-1" || resp.Header.Get("Cache-Control") == "" {
+			t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+		}
+		if st := statusOf(t, resp); st.Reason != metav1.StatusReasonTimeout {
+			t.Errorf("status %+v", st)
+		}
 	})
 
 	t.Run("a panic after the 504 leaves it be", func(t *testing.T) {
