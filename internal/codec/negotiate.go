@@ -209,6 +209,13 @@ func (c *Codecs) InputSerializer(contentType string) (runtime.SerializerInfo, er
 	if contentType == "" {
 		return c.infos[0], nil
 	}
+	// Clients send one of ours exactly, without parameters: what parsing
+	// would find, without its allocations.
+	for _, info := range c.infos {
+		if info.MediaType == contentType {
+			return info, nil
+		}
+	}
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err == nil {
 		for _, info := range c.infos {

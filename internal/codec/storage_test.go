@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -242,6 +243,34 @@ func TestDecodeProtobufBody(t *testing.T) {
 		if !equality.Semantic.DeepEqual(got.Object, wantObj) || got.GVK != *wantGVK ||
 			got.Object.GetObjectKind().GroupVersionKind() != wantObj.GetObjectKind().GroupVersionKind() {
 			t.Errorf("%s: decoded %v %+v, the serializer %v %+v", name, got.GVK, got.Object, *wantGVK, wantObj)
+		}
+	}
+}
+
+// TestInputSerializer: a Content-Type names its serializer whatever its
+// case and parameters; what is not a media type, or not one of ours, is
+// a 415.
+func TestInputSerializer(t *testing.T) {
+	c := newCodecs(t)
+	for _, tc := range []struct{ contentType, want string }{
+		{"", JSON},
+		{JSON, JSON},
+		{"application/json; charset=utf-8", JSON},
+		{"Application/JSON", JSON},
+		{YAML, YAML},
+		{Protobuf, Protobuf},
+		{"application/vnd.kubernetes.protobuf ; x=y", Protobuf},
+		{"application/vnd.kubernetes.protobuf;stream=watch", Protobuf},
+		{"text/plain", ""},
+		{"application/json; charset", ""},
+		{"json", ""},
+	} {
+		info, err := c.InputSerializer(tc.contentType)
+		switch {
+		case tc.want == "" && !apierrors.IsUnsupportedMediaType(err):
+			t.Errorf("%q: %v, %v; want a 415", tc.contentType, info.MediaType, err)
+		case tc.want != "" && (err != nil || info.MediaType != tc.want):
+			t.Errorf("%q: %v, %v; want %s", tc.contentType, info.MediaType, err, tc.want)
 		}
 	}
 }
