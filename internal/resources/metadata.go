@@ -53,6 +53,10 @@ func ValidateObjectMeta(obj metav1.Object, namespaced bool, nameFn apivalidation
 // update, as kube-apiserver's store does.
 type MetaUpdate struct {
 	errs field.ErrorList
+	// commonValid: the immutable fields are kept, and labels,
+	// annotations, ownerReferences and managedFields have no error
+	// (which the create rules check again; see ValidateUpdate).
+	commonValid bool
 }
 
 // CheckMetaUpdate runs the metadata update checks of obj against old.
@@ -77,7 +81,7 @@ func CheckMetaUpdate(obj, old metav1.Object) MetaUpdate {
 	if !managedFieldsValid(obj.GetManagedFields()) {
 		errs = append(errs, metav1validation.ValidateManagedFields(obj.GetManagedFields(), managedFieldsPath, metav1validation.CoveredByDeclarative)...)
 	}
-	return MetaUpdate{errs: errs}
+	return MetaUpdate{errs: errs, commonValid: len(errs) == 0}
 }
 
 // managedFieldsValid says whether ValidateManagedFields finds nothing
@@ -100,20 +104,47 @@ func managedFieldsValid(entries []metav1.ManagedFieldsEntry) bool {
 	return true
 }
 
-// validLabels remembers label keys and values found valid. A label
-// key's check is a regular expression match, the largest part of an
-// update's validation, and an update usually carries the labels its
-// object had: each is checked once, not on every update.
+// validLabels remembers label keys and values, and namespace names,
+// found valid. A label key's check and a namespace name's are regular
+// expression matches, the largest part of an update's validation, and an
+// update usually carries the labels and namespace its object had: each
+// is checked once, not on every update.
 var validLabels labelMemo
 
 // maxLabelMemo bounds what labelMemo remembers (strings a client chose).
 const maxLabelMemo = 4096
 
-// labelMemo is a set of label keys and one of label values, each found
-// valid by apimachinery's checks.
+// labelMemo is a set of label keys, one of label values and one of
+// namespace names, each found valid by apimachinery's checks.
 type labelMemo struct {
-	mu           sync.RWMutex
-	keys, values map[string]struct{}
+	mu                       sync.RWMutex
+	keys, values, namespaces map[string]struct{}
+}
+
+// namespace says whether ValidateNamespaceName finds nothing wrong with
+// ns.
+func (m *labelMemo) namespace(ns string) bool {
+	m.mu.RLock()
+	_, ok := m.namespaces[ns]
+	m.mu.RUnlock()
+	if ok {
+		return true
+	}
+	if len(apivalidation.ValidateNamespaceName(ns, false)) > 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.resetIfFull()
+	m.namespaces[ns] = struct{}{}
+	return true
+}
+
+// resetIfFull empties a memo past maxLabelMemo strings; mu is held.
+func (m *labelMemo) resetIfFull() {
+	if m.keys == nil || len(m.keys)+len(m.values)+len(m.namespaces) > maxLabelMemo {
+		m.keys, m.values, m.namespaces = map[string]struct{}{}, map[string]struct{}{}, map[string]struct{}{}
+	}
 }
 
 // all says whether every key and value of labels is valid. False means
@@ -143,9 +174,7 @@ func (m *labelMemo) all(labels map[string]string) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.keys == nil || len(m.keys)+len(m.values) > maxLabelMemo {
-		m.keys, m.values = map[string]struct{}{}, map[string]struct{}{}
-	}
+	m.resetIfFull()
 	for k, v := range labels {
 		m.keys[k] = struct{}{}
 		m.values[v] = struct{}{}
@@ -154,6 +183,7 @@ func (m *labelMemo) all(labels map[string]string) bool {
 }
 
 var (
+	finalizersPath      = metadataPath.Child("finalizers")
 	labelsPath          = metadataPath.Child("labels")
 	annotationsPath     = metadataPath.Child("annotations")
 	ownerReferencesPath = metadataPath.Child("ownerReferences")
@@ -230,10 +260,38 @@ func ValidateCreate(obj metav1.Object, namespaced bool, kindErrs field.ErrorList
 // by the kind's own errors. The same problem is often reported more than once
 // (kube-apiserver's causes list keeps the duplicates; its message drops them).
 // See k8s.io/apiserver/pkg/registry/rest/update.go (validateCommonFields).
+//
+// The create rules repeat checks CheckMetaUpdate made; when those passed,
+// the rest are asked first without building field paths (createRulesHold),
+// and apimachinery runs only to report an error (2.8% of a renewal's CPU
+// profile before). TestCheckMetaUpdate holds the two equal.
 func ValidateUpdate(obj metav1.Object, namespaced bool, meta MetaUpdate, kindErrs field.ErrorList) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaAccessor(obj, namespaced, pathSegmentName, metadataPath)
+	var errs field.ErrorList
+	if !meta.commonValid || !createRulesHold(obj, namespaced) {
+		errs = apivalidation.ValidateObjectMetaAccessor(obj, namespaced, pathSegmentName, metadataPath)
+	}
 	errs = append(errs, meta.errs...)
 	return append(errs, kindErrs...)
+}
+
+// createRulesHold says whether the create rules ValidateObjectMetaAccessor
+// applies beyond labels, annotations, ownerReferences and managedFields
+// find nothing wrong with obj: name and generateName as path segments,
+// namespace required (a DNS label) or forbidden, generation not negative,
+// finalizers qualified names and not both orphaning and deleting
+// dependents.
+func createRulesHold(obj metav1.Object, namespaced bool) bool {
+	if g := obj.GetGenerateName(); g != "" && len(pathSegmentName(g, true)) > 0 {
+		return false
+	}
+	if n := obj.GetName(); n == "" || len(pathSegmentName(n, false)) > 0 {
+		return false
+	}
+	if ns := obj.GetNamespace(); namespaced && (ns == "" || !validLabels.namespace(ns)) || !namespaced && ns != "" {
+		return false
+	}
+	return obj.GetGeneration() >= 0 &&
+		(len(obj.GetFinalizers()) == 0 || len(apivalidation.ValidateFinalizers(obj.GetFinalizers(), finalizersPath)) == 0)
 }
 
 // pathSegmentName is kube-apiserver's generic name rule: the name must be

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -386,7 +387,12 @@ func TestCheckMetaUpdate(t *testing.T) {
 			Name: pick("a", "b"), Namespace: pick("ns", "other"), UID: types.UID(pick("u1", "u2")),
 			ResourceVersion: pick("5", "5", ""), Generation: int64(rng.IntN(4) - 1),
 			CreationTimestamp: created, DeletionGracePeriodSeconds: grace(),
-			Finalizers: []string{pick("x/a", "x/b")}[:rng.IntN(2)],
+			Finalizers: []string{pick("x/a", "x/b", "x/a", metav1.FinalizerOrphanDependents), pick("x/b", "x/b", metav1.FinalizerDeleteDependents, "bad name!")}[:rng.IntN(3)],
+		}
+		if rng.IntN(8) == 0 { // what the create rules refuse
+			m.Name = pick("a/b", "..", "", "a%b", m.Name)
+			m.Namespace = pick("Bad_NS", "", m.Namespace)
+			m.GenerateName = pick("g-", "g/", "")
 		}
 		switch rng.IntN(5) {
 		case 0: // the same instant in another zone
@@ -419,7 +425,13 @@ func TestCheckMetaUpdate(t *testing.T) {
 		}
 		return m
 	}
-	shortcuts, failing := 0, 0
+	shortcuts, failing, createShortcuts, createFailing := 0, 0, 0, 0
+	segmentName := func(name string, prefix bool) []string {
+		if prefix {
+			return content.IsPathSegmentPrefix(name)
+		}
+		return content.IsPathSegmentName(name)
+	}
 	for i := range 20000 {
 		old := gen()
 		obj := old.DeepCopy()
@@ -430,10 +442,30 @@ func TestCheckMetaUpdate(t *testing.T) {
 				obj.Name, obj.Namespace, obj.UID = old.Name, old.Namespace, old.UID
 			}
 		}
-		got := resources.CheckMetaUpdate(obj, old).Errors()
+		meta := resources.CheckMetaUpdate(obj, old)
+		got := meta.Errors()
 		want := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("case %d: %+v against %+v: (-apimachinery +ours)\n%s", i, obj, old, diff)
+		}
+		// ValidateUpdate: the create rules (kube-apiserver's generic
+		// ones, path-segment names), then the update's.
+		namespaced := rng.IntN(4) > 0
+		if !namespaced && rng.IntN(2) == 0 {
+			obj.Namespace, old.Namespace = "", ""
+			meta = resources.CheckMetaUpdate(obj, old)
+		}
+		gotAll := resources.ValidateUpdate(obj, namespaced, meta, nil)
+		wantAll := append(apivalidation.ValidateObjectMetaAccessor(obj, namespaced, segmentName, field.NewPath("metadata")),
+			apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))...)
+		if diff := cmp.Diff(wantAll, gotAll); diff != "" {
+			t.Fatalf("case %d (namespaced %v): %+v against %+v: (-apimachinery +ours)\n%s", i, namespaced, obj, old, diff)
+		}
+		if len(meta.Errors()) == 0 {
+			createShortcuts++
+			if len(wantAll) > 0 {
+				createFailing++
+			}
 		}
 		if obj.DeletionTimestamp == nil && old.DeletionTimestamp == nil && obj.ResourceVersion != "" &&
 			obj.Name == old.Name && obj.Namespace == old.Namespace && obj.UID == old.UID && obj.Generation >= max(old.Generation, 0) {
@@ -446,5 +478,8 @@ func TestCheckMetaUpdate(t *testing.T) {
 	// Enough of them take the shortcut, with and without errors.
 	if shortcuts < 2000 || failing < 500 {
 		t.Errorf("%d cases could take the shortcut, %d of them with errors", shortcuts, failing)
+	}
+	if createShortcuts < 600 || createFailing < 150 || createShortcuts-createFailing < 300 {
+		t.Errorf("%d updates could skip the create rules, %d of them with errors", createShortcuts, createFailing)
 	}
 }
