@@ -55,18 +55,13 @@ func withAuthenticatedGroup(u User) User {
 	return u
 }
 
-type userKey struct{}
-
-// WithUser returns ctx carrying the user a request is made as.
-func WithUser(ctx context.Context, u User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
 // UserFrom returns the user a request is made as: the authenticated user,
-// or the one it impersonates. Writes the server makes itself carry none.
+// or the one it impersonates (the user of its Attributes, see
+// WithRequest). Writes the server makes itself, and requests to a server
+// without authentication, carry none.
 func UserFrom(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(userKey{}).(User)
-	return u, ok
+	a, ok := RequestFrom(ctx)
+	return a.User, ok && a.User.Name != ""
 }
 
 type requestKey struct{}
