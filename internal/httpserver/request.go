@@ -57,7 +57,8 @@ func parseRequest(req *http.Request) *request {
 		attrs:    auth.Attributes{Path: req.URL.Path, Verb: strings.ToLower(req.Method)},
 	}
 	a := &r.attrs
-	parts := splitPath(req.URL.Path)
+	var segments [maxSegments]string
+	parts := appendSegments(segments[:0], req.URL.Path)
 	r.routable = !slices.Contains(parts, "")
 	if len(parts) < 3 || parts[0] != "api" && parts[0] != "apis" {
 		return r
@@ -152,12 +153,24 @@ func isWatch(query url.Values) bool {
 	return len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
 }
 
-func splitPath(p string) []string {
+// splitPath is p's segments, between the slashes that begin and end it
+// (none for "/"); an empty one between two slashes in a row.
+func splitPath(p string) []string { return appendSegments(nil, p) }
+
+// maxSegments is more than an API path has: a request's are split into
+// an array on its stack (a longer path's spill to the heap).
+const maxSegments = 10
+
+// appendSegments appends splitPath(p) to parts.
+func appendSegments(parts []string, p string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
-		return nil
+		return parts
 	}
-	return strings.Split(p, "/")
+	for s := range strings.SplitSeq(p, "/") {
+		parts = append(parts, s)
+	}
+	return parts
 }
 
 // gvr is the group, version and resource the request names.
