@@ -116,13 +116,13 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.
 	if err := decodeWriteOptions(r.query, &opts, "CreateOptions", func() field.ErrorList { return metav1validation.ValidateCreateOptions(&opts) }); err != nil {
 		return err
 	}
-	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
+	in, err := s.decodeBody(req, res, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.Create(req.Context(), res, r.namespace(), obj, registry.WriteOptions{
+	result, err := s.reg.Create(req.Context(), res, r.namespace(), in.obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
-	addWarnings(w, append(warnings, result.Warnings...))
+	addWarnings(w, append(in.warnings, result.Warnings...))
 	if err != nil {
 		return err
 	}
@@ -138,13 +138,13 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.
 	if err := decodeWriteOptions(r.query, &opts, "UpdateOptions", func() field.ErrorList { return metav1validation.ValidateUpdateOptions(&opts) }); err != nil {
 		return err
 	}
-	obj, warnings, err := s.decodeBody(req, res, opts.FieldValidation)
+	in, err := s.decodeBody(req, res, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.Update(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, obj, registry.WriteOptions{
-		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
-	addWarnings(w, append(warnings, result.Warnings...))
+	result, err := s.reg.Update(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, in.obj, registry.WriteOptions{
+		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent()), Again: in.again})
+	addWarnings(w, append(in.warnings, result.Warnings...))
 	if err != nil {
 		return err
 	}
@@ -161,21 +161,30 @@ func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, r *r
 	return s.writeResult(w, req, r, out, res, code, codec.Cached{Obj: result.Object})
 }
 
+// decoded is a create or update body, decoded.
+type decoded struct {
+	obj resources.Object
+	// warnings are the unknown or duplicate fields of fieldValidation=Warn.
+	warnings []string
+	// again decodes the body once more: the object as it came, for an
+	// update's retry once its first attempt has consumed obj.
+	again func() (resources.Object, error)
+}
+
 // decodeBody reads and decodes a create or update body: size limit, media
 // type, strict or lenient decoding per fieldValidation, apiVersion and kind
-// checks, and the version's defaults. Warnings are the unknown or
-// duplicate fields of fieldValidation=Warn.
-func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldValidation string) (resources.Object, []string, error) {
+// checks, and the version's defaults.
+func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldValidation string) (decoded, error) {
 	info, err := s.codecs.InputSerializer(req.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, nil, err
+		return decoded{}, err
 	}
 	if info.MediaType == codec.Protobuf && !res.Protobuf() {
-		return nil, nil, codec.UnsupportedMediaType([]string{codec.JSON, codec.YAML})
+		return decoded{}, codec.UnsupportedMediaType([]string{codec.JSON, codec.YAML})
 	}
 	body, err := s.readBody(req)
 	if err != nil {
-		return nil, nil, err
+		return decoded{}, err
 	}
 	if fieldValidation == "" {
 		fieldValidation = metav1.FieldValidationWarn
@@ -185,23 +194,26 @@ func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldVali
 	var wrong *codec.WrongKindError
 	switch {
 	case errors.As(err, &wrong) && wrong.Got.GroupVersion() != wrong.Want.GroupVersion():
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", wrong.Got.GroupVersion(), wrong.Want.GroupVersion()))
+		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", wrong.Got.GroupVersion(), wrong.Want.GroupVersion()))
 	case errors.As(err, &wrong):
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match the expected kind", wrong.Got.Kind, wrong.Got.Version, wrong.Want.Kind))
+		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match the expected kind", wrong.Got.Kind, wrong.Got.Version, wrong.Want.Kind))
 	case err != nil:
-		return nil, nil, err
+		return decoded{}, err
 	}
 	s.auditRequestObject(req, obj)
-	var warnings []string
+	in := decoded{obj: obj, again: func() (resources.Object, error) {
+		obj, _, err := s.codecs.DecodeObject(info, strict, body, res)
+		return obj, err
+	}}
 	if len(d.Strict) > 0 {
 		if fieldValidation == metav1.FieldValidationStrict {
-			return nil, nil, d.StrictError(body)
+			return decoded{}, d.StrictError(body)
 		}
 		for _, e := range d.Strict {
-			warnings = append(warnings, e.Error())
+			in.warnings = append(in.warnings, e.Error())
 		}
 	}
-	return obj, warnings, nil
+	return in, nil
 }
 
 // readBody reads the request body up to the size limit (413 beyond it).

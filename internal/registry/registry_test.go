@@ -32,9 +32,15 @@ import (
 type conflicting struct {
 	storage.Interface
 	conflicts atomic.Int64
+	// before, when set, runs once before the next put: a concurrent
+	// writer's turn.
+	before atomic.Pointer[func()]
 }
 
 func (c *conflicting) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
+	if f := c.before.Swap(nil); f != nil {
+		(*f)()
+	}
 	if c.conflicts.Add(-1) >= 0 {
 		cur, err := c.Interface.Get(ctx, key)
 		if err != nil {
@@ -140,6 +146,54 @@ func TestRetriedWritesSayThingsOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, patched.Warnings); diff != "" {
 		t.Errorf("patch warnings after two retries (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpdateRetryStartsOver: an update retried after a concurrent write
+// starts again from its object as the request had it, not as its first
+// attempt left it (with the resourceVersion it was given then, an
+// unconditional update would conflict with itself): from Again when the
+// caller gives it, called for retries only, and from a copy otherwise.
+func TestUpdateRetryStartsOver(t *testing.T) {
+	for _, withAgain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("again=%v", withAgain), func(t *testing.T) {
+			reg, st := newTestRegistry(t)
+			ctx := t.Context()
+			eps := resourceOf(t, reg, schema.GroupKind{Kind: "Endpoints"})
+			ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "e", Labels: map[string]string{"v": "1"}}}
+			if _, err := reg.Create(ctx, eps, "default", ep.DeepCopy(), WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			concurrent := func() {
+				other := ep.DeepCopy()
+				other.Annotations = map[string]string{"by": "other"}
+				if _, err := reg.Update(ctx, eps, "default", "e", "", other, WriteOptions{Manager: "other"}); err != nil {
+					t.Error(err)
+				}
+			}
+			st.before.Store(&concurrent)
+			update := ep.DeepCopy() // unconditional: no resourceVersion
+			update.Labels["v"] = "2"
+			request := update.DeepCopy()
+			agains := 0
+			opts := WriteOptions{Manager: "m"}
+			if withAgain {
+				opts.Again = func() (resources.Object, error) { agains++; return request.DeepCopy(), nil }
+			}
+			out, err := reg.Update(ctx, eps, "default", "e", "", update, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.before.Load() != nil {
+				t.Fatal("no concurrent write")
+			}
+			if got := out.Object.(*corev1.Endpoints); got.Labels["v"] != "2" || got.Annotations != nil {
+				t.Errorf("stored %+v, want the request's labels, and its lack of annotations", got.ObjectMeta)
+			}
+			if withAgain && agains != 1 {
+				t.Errorf("Again called %d times for one retry", agains)
+			}
+		})
 	}
 }
 

@@ -32,6 +32,13 @@ type WriteOptions struct {
 	// Manager is the field manager recorded in managedFields: the
 	// fieldManager parameter, or the client's User-Agent prefix.
 	Manager string
+	// Again, when set, gives an update's object again as the caller
+	// first had it (the HTTP layer decodes the body once more). An
+	// update's first attempt consumes its object; only a retry needs it
+	// again, and a copy for every first attempt would cost every update
+	// what only a retry needs. Without Again, Update copies the object
+	// before its first attempt.
+	Again func() (resources.Object, error)
 }
 
 // WriteResult is the outcome of a create, update or patch.
@@ -188,17 +195,35 @@ func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace
 	if err != nil {
 		return WriteResult{}, err
 	}
-	if err := ensureNamespace(res, namespace, obj); err != nil {
+	prepare := func(obj resources.Object) ([]string, error) {
+		if err := ensureNamespace(res, namespace, obj); err != nil {
+			return nil, err
+		}
+		if err := checkName(obj, name); err != nil {
+			return nil, err
+		}
+		return dedupOwnerReferences(obj, duplicateOwnersWarning), nil
+	}
+	warnings, err := prepare(obj)
+	if err != nil {
 		return WriteResult{}, err
 	}
-	if err := checkName(obj, name); err != nil {
-		return WriteResult{}, err
-	}
-	warnings := dedupOwnerReferences(obj, duplicateOwnersWarning)
 	key := r.key(res.Kind, namespace, name)
 	bodyUID := obj.GetUID()
 	w := write{res: res, sub: sub, name: name, allowCreate: res.Kind.Updates.AllowCreateOnUpdate && sub == nil}
 	seen, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	again := func() (resources.Object, error) {
+		obj, err := opts.Again()
+		if err == nil {
+			_, err = prepare(obj)
+		}
+		return obj, err
+	}
+	if opts.Again == nil {
+		kept := obj.DeepCopyObject().(resources.Object)
+		again = func() (resources.Object, error) { return kept.DeepCopyObject().(resources.Object), nil }
+	}
+	next := obj // the next attempt's object; nil once consumed
 	out, err := r.guaranteedUpdate(ctx, res, key, name, seen, opts.DryRun, func(existing *current) (*attempt, error) {
 		// A uid in the body is a precondition on the stored object.
 		if bodyUID != "" && (existing == nil || existing.obj.GetUID() != bodyUID) {
@@ -213,7 +238,14 @@ func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace
 		if err != nil {
 			return nil, err
 		}
-		newObj, sole := r.trackUpdate(res, subresource, key, existing, live, obj.DeepCopyObject().(resources.Object), opts.Manager)
+		in := next
+		next = nil
+		if in == nil {
+			if in, err = again(); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+		}
+		newObj, sole := r.trackUpdate(res, subresource, key, existing, live, in, opts.Manager)
 		a, err := r.updateObject(ctx, w, existing, newObj)
 		if err != nil {
 			return nil, err
