@@ -348,6 +348,11 @@ func (c *comparer) valueOf(sh *shape, a, b reflect.Value) verdict {
 		if a.Len() != b.Len() || a.IsNil() != b.IsNil() {
 			return unsure
 		}
+		if ma, ok := a.Interface().(map[string]string); ok {
+			// Labels and annotations, without reflection's per entry
+			// allocations: what the loop below finds for them.
+			return stringMap(ma, b.Interface().(map[string]string))
+		}
 		v := same
 		elem := c.linked(&sh.elem, a.Type().Elem())
 		iter := a.MapRange()
@@ -362,6 +367,9 @@ func (c *comparer) valueOf(sh *shape, a, b reflect.Value) verdict {
 		}
 		return v
 	case reflect.Slice, reflect.Array, reflect.Interface:
+		if a.Kind() == reflect.Slice && a.Len() == 0 && b.Len() == 0 && a.IsNil() == b.IsNil() {
+			return same // as deepEqual finds, without its allocations
+		}
 		if deepEqual(a, b) {
 			return same
 		}
@@ -375,6 +383,23 @@ func (c *comparer) valueOf(sh *shape, a, b reflect.Value) verdict {
 		}
 		return changed
 	}
+}
+
+// stringMap is comparer.valueOf for two maps of strings of one length:
+// a missing key, or a value that is empty on one side only, may be a
+// field added or removed.
+func stringMap(a, b map[string]string) verdict {
+	v := same
+	for k, x := range a {
+		y, ok := b[k]
+		switch {
+		case !ok || (x == "") != (y == ""):
+			return unsure
+		case x != y:
+			v = changed
+		}
+	}
+	return v
 }
 
 // compareAtomic compares two atomic lists as the field manager does:
