@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -120,6 +121,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.
 	if err != nil {
 		return err
 	}
+	defer in.release()
 	result, err := s.reg.Create(req.Context(), res, r.namespace(), in.obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(in.warnings, result.Warnings...))
@@ -142,6 +144,7 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.
 	if err != nil {
 		return err
 	}
+	defer in.release()
 	result, err := s.reg.Update(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, in.obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent()), Again: in.again})
 	addWarnings(w, append(in.warnings, result.Warnings...))
@@ -169,6 +172,25 @@ type decoded struct {
 	// again decodes the body once more: the object as it came, for an
 	// update's retry once its first attempt has consumed obj.
 	again func() (resources.Object, error)
+	// buf holds the body, from bodyBuffers.
+	buf *[]byte
+}
+
+// bodyBuffers recycles the buffers of create and update bodies: decoding
+// copies what the object keeps, so a body is garbage once the write that
+// may decode it again is done. Bodies past maxPooledBody are not kept.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBody = 64 << 10
+
+// release gives the body's buffer back once nothing decodes it any more
+// (after the registry's write, whose retries may).
+func (d *decoded) release() {
+	if d.buf != nil && cap(*d.buf) <= maxPooledBody {
+		*d.buf = (*d.buf)[:0]
+		bodyBuffers.Put(d.buf)
+	}
+	d.buf = nil
 }
 
 // decodeBody reads and decodes a create or update body: size limit, media
@@ -182,10 +204,12 @@ func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldVali
 	if info.MediaType == codec.Protobuf && !res.Protobuf() {
 		return decoded{}, codec.UnsupportedMediaType([]string{codec.JSON, codec.YAML})
 	}
-	body, err := s.readBody(req)
+	buf := bodyBuffers.Get().(*[]byte)
+	body, err := s.readBodyInto(*buf, req)
 	if err != nil {
 		return decoded{}, err
 	}
+	*buf = body
 	if fieldValidation == "" {
 		fieldValidation = metav1.FieldValidationWarn
 	}
@@ -201,7 +225,7 @@ func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldVali
 		return decoded{}, err
 	}
 	s.auditRequestObject(req, obj)
-	in := decoded{obj: obj, again: func() (resources.Object, error) {
+	in := decoded{obj: obj, buf: buf, again: func() (resources.Object, error) {
 		obj, _, err := s.codecs.DecodeObject(info, strict, body, res)
 		return obj, err
 	}}
@@ -217,11 +241,14 @@ func (s *Server) decodeBody(req *http.Request, res resources.Resource, fieldVali
 }
 
 // readBody reads the request body up to the size limit (413 beyond it).
-func (s *Server) readBody(req *http.Request) ([]byte, error) {
+func (s *Server) readBody(req *http.Request) ([]byte, error) { return s.readBodyInto(nil, req) }
+
+// readBodyInto is readBody into buf's array when it is large enough.
+func (s *Server) readBodyInto(buf []byte, req *http.Request) ([]byte, error) {
 	defer req.Body.Close()
 	limit := s.cfg.MaxRequestBodyBytes
 	lr := &io.LimitedReader{R: req.Body, N: limit + 1}
-	data, err := readAll(lr, req.ContentLength, limit)
+	data, err := readAll(buf, lr, req.ContentLength, limit)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
@@ -233,12 +260,16 @@ func (s *Server) readBody(req *http.Request) ([]byte, error) {
 
 // readAll is io.ReadAll of r into a buffer of the body's declared
 // length (and a byte for the read that sees the end) when there is one
-// within limit: one allocation rather than the doubling of a buffer.
-func readAll(r io.Reader, declared, limit int64) ([]byte, error) {
+// within limit: one allocation rather than the doubling of a buffer, or
+// none when buf has room.
+func readAll(buf []byte, r io.Reader, declared, limit int64) ([]byte, error) {
 	if declared <= 0 || declared > limit {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, declared+1)
+	b := buf[:0]
+	if int64(cap(b)) < declared+1 {
+		b = make([]byte, 0, declared+1)
+	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -343,18 +343,26 @@ func TestManagerOrUserAgent(t *testing.T) {
 }
 
 // TestReadAll: readAll reads what io.ReadAll does whatever the declared
-// length, true or not.
+// length, true or not, and whatever buffer it is given (its old contents
+// gone); into that buffer when it has room for the declared length.
 func TestReadAll(t *testing.T) {
 	body := strings.Repeat("0123456789", 101)
 	for _, declared := range []int64{-1, 0, 1, 999, 1000, 1001, 5000, 1 << 30} {
 		for _, size := range []int{0, 1, 999, 1000, 1001} {
-			got, err := readAll(iotest.OneByteReader(strings.NewReader(body[:size])), declared, 1<<20)
-			if err != nil || string(got) != body[:size] {
-				t.Errorf("declared %d, body %d: %d bytes, %v", declared, size, len(got), err)
+			for _, room := range []int{0, 10, 1002, 6000} {
+				buf := []byte(strings.Repeat("x", room))
+				got, err := readAll(buf, iotest.OneByteReader(strings.NewReader(body[:size])), declared, 1<<20)
+				if err != nil || string(got) != body[:size] {
+					t.Errorf("declared %d, body %d, room %d: %d bytes, %v", declared, size, room, len(got), err)
+				}
+				reused := len(got) > 0 && cap(buf) > 0 && &got[0] == &buf[:1][0]
+				if want := declared > 0 && declared <= 1<<20 && int64(room) > declared && size <= room; reused != want && size > 0 {
+					t.Errorf("declared %d, body %d, room %d: buffer reused %v", declared, size, room, reused)
+				}
 			}
 		}
 	}
-	if _, err := readAll(iotest.ErrReader(errors.New("broken")), 10, 100); err == nil {
+	if _, err := readAll(nil, iotest.ErrReader(errors.New("broken")), 10, 100); err == nil {
 		t.Error("a failing reader read")
 	}
 }
