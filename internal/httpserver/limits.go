@@ -330,6 +330,7 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 	timer := time.AfterFunc(time.Until(deadline), func() {
 		defer t.fired.Done()
 		if errors.Is(ctx.Err(), context.Canceled) {
+			// The client went away: nobody reads an answer.
 			t.claim()
 			return
 		}
