@@ -6,6 +6,11 @@
 # only (kube-apiserver's and etcd's summed), as is memory.
 #
 #   test/perf/compare.sh [rounds]     # default 3; about 8 minutes a round
+#   PHASES=renew test/perf/compare.sh 10   # renewals only: ~2 minutes a round
+#
+# PHASES picks the benchmarks run after the fill (default "list renew
+# fanout"): renewals alone make more rounds, closer in time, of the
+# figure that moves most with the machine's drift.
 #
 # kube-apiserver and etcd come from the peers kit (PEERS_KIT, default
 # ../shared/peers: its build.sh builds both into ~/.cache/leasehold-peers);
@@ -22,6 +27,7 @@ export PEERS_DIR
 PEERS_BIN=$PEERS_DIR/bin
 OUT=${OUT:-/tmp/leasehold-compare}
 LEASES=${LEASES:-20000} RENEW=${RENEW:-20s} FANOUT=${FANOUT:-30s} WATCHERS=${WATCHERS:-500}
+PHASES=${PHASES:-list renew fanout}
 [ -x "$PEERS_BIN/kube-apiserver" ] || { echo "no $PEERS_BIN/kube-apiserver: run $KIT/build.sh first" >&2; exit 1; }
 mkdir -p "$OUT"
 LH=$OUT/leasehold
@@ -80,10 +86,17 @@ run() { # system round
   {
     echo "idle RSS $(rss ${PIDS//,/ }) MiB"
     "${b[@]}" fill "${k[@]}" --leases "$LEASES" --clients 64
-    "${b[@]}" list "${k[@]}" --rounds 10
-    "${b[@]}" renew "${k[@]}" --leases 1000 --clients 32 --duration "$RENEW"
-    "${b[@]}" fanout "${k[@]}" --watchers "$WATCHERS" --addresses 1000 --rate 2 --duration "$FANOUT"
-    "${b[@]}" fanout "${k[@]}" --watchers "$WATCHERS" --addresses 1000 --rate 2 --duration "$FANOUT" --protobuf
+    for phase in $PHASES; do
+      case $phase in
+      list) "${b[@]}" list "${k[@]}" --rounds 10 ;;
+      renew) "${b[@]}" renew "${k[@]}" --leases 1000 --clients 32 --duration "$RENEW" ;;
+      fanout)
+        "${b[@]}" fanout "${k[@]}" --watchers "$WATCHERS" --addresses 1000 --rate 2 --duration "$FANOUT"
+        "${b[@]}" fanout "${k[@]}" --watchers "$WATCHERS" --addresses 1000 --rate 2 --duration "$FANOUT" --protobuf
+        ;;
+      *) echo "unknown phase $phase" >&2; exit 1 ;;
+      esac
+    done
     echo "loaded RSS $(rss ${PIDS//,/ }) MiB"
   } >"$log" 2>"$log.err"
   "stop_$sys"
