@@ -73,7 +73,7 @@ func CheckMetaUpdate(obj, old metav1.Object) MetaUpdate {
 	// building the field paths apimachinery's checks build whether or not
 	// they find one; only objects with an error pay for them.
 	var errs field.ErrorList
-	if !validLabels.all(obj.GetLabels()) {
+	if !validated.labels(obj.GetLabels()) {
 		errs = append(errs, metav1validation.ValidateLabels(obj.GetLabels(), labelsPath)...)
 	}
 	errs = append(errs, apivalidation.ValidateAnnotations(obj.GetAnnotations(), annotationsPath)...)
@@ -104,26 +104,26 @@ func managedFieldsValid(entries []metav1.ManagedFieldsEntry) bool {
 	return true
 }
 
-// validLabels remembers label keys and values, and namespace names,
+// validated remembers label keys and values, and namespace names,
 // found valid. A label key's check and a namespace name's are regular
 // expression matches, the largest part of an update's validation, and an
 // update usually carries the labels and namespace its object had: each
 // is checked once, not on every update.
-var validLabels labelMemo
+var validated validMemo
 
-// maxLabelMemo bounds what labelMemo remembers (strings a client chose).
-const maxLabelMemo = 4096
+// maxValidMemo bounds what validMemo remembers (strings a client chose).
+const maxValidMemo = 4096
 
-// labelMemo is a set of label keys, one of label values and one of
+// validMemo is a set of label keys, one of label values and one of
 // namespace names, each found valid by apimachinery's checks.
-type labelMemo struct {
+type validMemo struct {
 	mu                       sync.RWMutex
 	keys, values, namespaces map[string]struct{}
 }
 
 // namespace says whether ValidateNamespaceName finds nothing wrong with
 // ns.
-func (m *labelMemo) namespace(ns string) bool {
+func (m *validMemo) namespace(ns string) bool {
 	m.mu.RLock()
 	_, ok := m.namespaces[ns]
 	m.mu.RUnlock()
@@ -140,16 +140,16 @@ func (m *labelMemo) namespace(ns string) bool {
 	return true
 }
 
-// resetIfFull empties a memo past maxLabelMemo strings; mu is held.
-func (m *labelMemo) resetIfFull() {
-	if m.keys == nil || len(m.keys)+len(m.values)+len(m.namespaces) > maxLabelMemo {
+// resetIfFull empties a memo past maxValidMemo strings; mu is held.
+func (m *validMemo) resetIfFull() {
+	if m.keys == nil || len(m.keys)+len(m.values)+len(m.namespaces) > maxValidMemo {
 		m.keys, m.values, m.namespaces = map[string]struct{}{}, map[string]struct{}{}, map[string]struct{}{}
 	}
 }
 
-// all says whether every key and value of labels is valid. False means
+// labels says whether every key and value of labels is valid. False means
 // one is not, and ValidateLabels says which.
-func (m *labelMemo) all(labels map[string]string) bool {
+func (m *validMemo) labels(labels map[string]string) bool {
 	if len(labels) == 0 {
 		return true
 	}
@@ -287,7 +287,7 @@ func createRulesHold(obj metav1.Object, namespaced bool) bool {
 	if n := obj.GetName(); n == "" || len(pathSegmentName(n, false)) > 0 {
 		return false
 	}
-	if ns := obj.GetNamespace(); namespaced && (ns == "" || !validLabels.namespace(ns)) || !namespaced && ns != "" {
+	if ns := obj.GetNamespace(); namespaced && (ns == "" || !validated.namespace(ns)) || !namespaced && ns != "" {
 		return false
 	}
 	return obj.GetGeneration() >= 0 &&
