@@ -212,14 +212,16 @@ func (r *Registry) Update(ctx context.Context, res resources.Resource, namespace
 	bodyUID := obj.GetUID()
 	w := write{res: res, sub: sub, name: name, allowCreate: res.Kind.Updates.AllowCreateOnUpdate && sub == nil}
 	seen, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
-	again := func() (resources.Object, error) {
-		obj, err := opts.Again()
-		if err == nil {
-			_, err = prepare(obj)
+	var again func() (resources.Object, error)
+	if opts.Again != nil {
+		again = func() (resources.Object, error) {
+			obj, err := opts.Again()
+			if err == nil {
+				_, err = prepare(obj)
+			}
+			return obj, err
 		}
-		return obj, err
-	}
-	if opts.Again == nil {
+	} else {
 		kept := obj.DeepCopyObject().(resources.Object)
 		again = func() (resources.Object, error) { return kept.DeepCopyObject().(resources.Object), nil }
 	}
