@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -72,7 +73,7 @@ type controller struct {
 	// lastErr is the last failure logged per Lease (no election, a write
 	// refused), so that it is logged once, not at every step; the
 	// worker's alone.
-	lastErr map[objectKey]string
+	lastErr map[types.NamespacedName]string
 }
 
 func newController(reg *registry.Registry, log *slog.Logger, now func() time.Time) (*controller, error) {
@@ -84,7 +85,7 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	if !ok {
 		return nil, errors.New("leasecandidates are not served")
 	}
-	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[objectKey]string{}}
+	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[types.NamespacedName]string{}}
 	c.leases = newMirror(reg, leaseRes, log, nil, func(obj resources.Object) {
 		if k := keyOf(obj); c.cands.hasIndex(k) {
 			c.queue.add(k, c.now())
@@ -97,8 +98,8 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 }
 
 // leaseOf is the namespace/name of the Lease a candidate stands for.
-func leaseOf(obj resources.Object) objectKey {
-	return objectKey{obj.GetNamespace(), obj.(*coordinationv1beta1.LeaseCandidate).Spec.LeaseName}
+func leaseOf(obj resources.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.(*coordinationv1beta1.LeaseCandidate).Spec.LeaseName}
 }
 
 func (c *controller) run(ctx context.Context) error {
@@ -148,8 +149,8 @@ func (c *controller) work(ctx context.Context) error {
 
 // reconcile runs one step of the election of the Lease k and returns
 // when to look at it again (zero: when something changes).
-func (c *controller) reconcile(ctx context.Context, k objectKey) time.Time {
-	namespace, name := k.namespace, k.name
+func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time.Time {
+	namespace, name := k.Namespace, k.Name
 	var lease *coordinationv1.Lease
 	if o := c.leases.get(namespace, name); o != nil {
 		lease = o.(*coordinationv1.Lease)
@@ -236,9 +237,9 @@ func (c *controller) collect(ctx context.Context, now time.Time) {
 		})
 		switch {
 		case err == nil:
-			c.log.Info("deleted expired candidate", "candidate", objectKey{cand.Namespace, cand.Name}.String(), "renewed", last)
+			c.log.Info("deleted expired candidate", "candidate", keyOf(cand).String(), "renewed", last)
 		case ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			c.log.Warn("deleting expired candidate", "candidate", objectKey{cand.Namespace, cand.Name}.String(), "err", err)
+			c.log.Warn("deleting expired candidate", "candidate", keyOf(cand).String(), "err", err)
 		}
 	}
 }
@@ -246,16 +247,18 @@ func (c *controller) collect(ctx context.Context, now time.Time) {
 // queue holds the Leases to look at, each with when it falls due.
 type queue struct {
 	mu sync.Mutex // guards at
-	at map[objectKey]time.Time
+	at map[types.NamespacedName]time.Time
 	// wake has room for one wake-up: a full channel already holds one,
 	// which covers any number of adds.
 	wake chan struct{}
 }
 
-func newQueue() *queue { return &queue{at: map[objectKey]time.Time{}, wake: make(chan struct{}, 1)} }
+func newQueue() *queue {
+	return &queue{at: map[types.NamespacedName]time.Time{}, wake: make(chan struct{}, 1)}
+}
 
 // add queues k for at, or keeps it for earlier if it already is.
-func (q *queue) add(k objectKey, at time.Time) {
+func (q *queue) add(k types.NamespacedName, at time.Time) {
 	q.mu.Lock()
 	if cur, ok := q.at[k]; !ok || at.Before(cur) {
 		q.at[k] = at
@@ -269,7 +272,7 @@ func (q *queue) add(k objectKey, at time.Time) {
 
 // due takes the keys due at now, and returns when the next of the others
 // is (zero: none).
-func (q *queue) due(now time.Time) (ready []objectKey, next time.Time) {
+func (q *queue) due(now time.Time) (ready []types.NamespacedName, next time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for k, at := range q.at {

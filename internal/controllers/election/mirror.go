@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/controllers"
@@ -23,31 +24,31 @@ type mirror struct {
 	// every object after a list.
 	changed func(obj resources.Object)
 	// index, when set, groups the objects by the key it returns.
-	index func(obj resources.Object) objectKey
+	index func(obj resources.Object) types.NamespacedName
 
 	synced chan struct{} // closed after the first list
 
 	mu sync.Mutex // guards objs, indexed and seen
 	// objs holds the objects by namespace/name; indexed by index key,
 	// then namespace/name.
-	objs    map[objectKey]resources.Object
-	indexed map[objectKey]map[objectKey]resources.Object
+	objs    map[types.NamespacedName]resources.Object
+	indexed map[types.NamespacedName]map[types.NamespacedName]resources.Object
 	// seen holds the keys a list in progress has brought; nil between
 	// lists.
-	seen map[objectKey]struct{}
+	seen map[types.NamespacedName]struct{}
 }
 
-func newMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) objectKey, changed func(resources.Object)) *mirror {
+func newMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) types.NamespacedName, changed func(resources.Object)) *mirror {
 	m := &mirror{
 		index: index, changed: changed,
-		synced: make(chan struct{}), objs: map[objectKey]resources.Object{}, indexed: map[objectKey]map[objectKey]resources.Object{},
+		synced: make(chan struct{}), objs: map[types.NamespacedName]resources.Object{}, indexed: map[types.NamespacedName]map[types.NamespacedName]resources.Object{},
 	}
 	m.follower = controllers.Follower{Registry: reg, Resource: res, Log: log, Listing: m.listing, Apply: m.apply}
 	return m
 }
 
 // setLocked stores obj under k (nil: deletes k), keeping the index.
-func (m *mirror) setLocked(k objectKey, obj resources.Object) {
+func (m *mirror) setLocked(k types.NamespacedName, obj resources.Object) {
 	if old, ok := m.objs[k]; ok && m.index != nil {
 		ik := m.index(old)
 		delete(m.indexed[ik], k)
@@ -63,20 +64,18 @@ func (m *mirror) setLocked(k objectKey, obj resources.Object) {
 	if m.index != nil {
 		ik := m.index(obj)
 		if m.indexed[ik] == nil {
-			m.indexed[ik] = map[objectKey]resources.Object{}
+			m.indexed[ik] = map[types.NamespacedName]resources.Object{}
 		}
 		m.indexed[ik][k] = obj
 	}
 }
 
-// objectKey is an object's namespace and name: a struct, not their
+// keyOf is obj's namespace and name: a struct, not their
 // "namespace/name" string, so that looking an object up allocates nothing
 // (the mirror of Leases sees every renewal).
-type objectKey struct{ namespace, name string }
-
-func keyOf(obj resources.Object) objectKey { return objectKey{obj.GetNamespace(), obj.GetName()} }
-
-func (k objectKey) String() string { return k.namespace + "/" + k.name }
+func keyOf(obj resources.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
 
 // run keeps the mirror until ctx ends or the registry fails.
 func (m *mirror) run(ctx context.Context) error { return m.follower.Run(ctx) }
@@ -84,7 +83,7 @@ func (m *mirror) run(ctx context.Context) error { return m.follower.Run(ctx) }
 func (m *mirror) listing() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.seen = map[objectKey]struct{}{}
+	m.seen = map[types.NamespacedName]struct{}{}
 }
 
 // apply applies a batch of the follower's events; changed hears of each
@@ -152,7 +151,7 @@ func (m *mirror) observe(obj resources.Object) {
 func (m *mirror) get(namespace, name string) resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.objs[objectKey{namespace, name}]
+	return m.objs[types.NamespacedName{Namespace: namespace, Name: name}]
 }
 
 // all returns every object.
@@ -167,7 +166,7 @@ func (m *mirror) all() []resources.Object {
 }
 
 // byIndex returns the objects under index key ik.
-func (m *mirror) byIndex(ik objectKey) []resources.Object {
+func (m *mirror) byIndex(ik types.NamespacedName) []resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]resources.Object, 0, len(m.indexed[ik]))
@@ -178,7 +177,7 @@ func (m *mirror) byIndex(ik objectKey) []resources.Object {
 }
 
 // hasIndex reports whether any object is under index key ik.
-func (m *mirror) hasIndex(ik objectKey) bool {
+func (m *mirror) hasIndex(ik types.NamespacedName) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.indexed[ik]) > 0

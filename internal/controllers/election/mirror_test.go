@@ -6,6 +6,7 @@ import (
 
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/codec"
@@ -41,8 +42,8 @@ func TestMirrorLists(t *testing.T) {
 	}
 	m.apply([]registry.Event{listEnd})
 	<-m.synced
-	if len(m.byIndex(objectKey{"ns", "l1"})) != 2 {
-		t.Fatalf("index after the first list: %v", m.byIndex(objectKey{"ns", "l1"}))
+	if len(m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l1"})) != 2 {
+		t.Fatalf("index after the first list: %v", m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}))
 	}
 
 	// A newer state seen through a write survives a list that brings an
@@ -60,7 +61,7 @@ func TestMirrorLists(t *testing.T) {
 	if b := m.get("ns", "b"); b == nil || b.GetResourceVersion() != "9" {
 		t.Errorf("b: %v, want the state at 9", b)
 	}
-	if m.hasIndex(objectKey{"ns", "l1"}) || len(m.byIndex(objectKey{"ns", "l2"})) != 2 {
-		t.Errorf("index after the second list: l1 %v, l2 %v", m.byIndex(objectKey{"ns", "l1"}), m.byIndex(objectKey{"ns", "l2"}))
+	if m.hasIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}) || len(m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l2"})) != 2 {
+		t.Errorf("index after the second list: l1 %v, l2 %v", m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}), m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l2"}))
 	}
 }
