@@ -323,7 +323,6 @@ func finisherOf(w http.ResponseWriter) finisher {
 // context.AfterFunc, which would also run when the client goes away:
 // the stream is reset then, and what the handler writes goes nowhere.
 func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *request, ctx context.Context, fin finisher, next func(http.ResponseWriter, *http.Request)) {
-	auditID := w.Header().Get("Audit-Id")
 	t := &inlineTimeout{timeoutWriter: timeoutWriter{w: w, header: w.Header(), headerIsW: true}}
 	deadline, _ := ctx.Deadline()
 	t.fired.Add(1)
@@ -337,7 +336,7 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeGrace))
 		if t.claimUnstarted() {
 			h := make(http.Header, 4)
-			setBaseHeader(h, auditID)
+			setBaseHeader(h, r.auditID)
 			fin.ReplaceHeader(h)
 			s.writeError(w, req, timeoutError(r.attrs))
 			_ = fin.FinishResponse()

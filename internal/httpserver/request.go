@@ -27,9 +27,12 @@ type request struct {
 	// received is when the request arrived (the audit log's
 	// requestReceivedTimestamp).
 	received time.Time
-	attrs    auth.Attributes
-	method   string
-	query    url.Values
+	// auditID is the request's Audit-Id: the client's, or one made for
+	// it; every answer carries it.
+	auditID string
+	attrs   auth.Attributes
+	method  string
+	query   url.Values
 	// watchPath is set for the deprecated /watch/ paths.
 	watchPath bool
 	// scoped is set when the path goes on below namespaces/{ns}/.

@@ -188,6 +188,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}()
 	}
 	r := parseRequest(req)
+	r.auditID = auditID
 	if s.metrics != nil {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}

@@ -30,7 +30,9 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 				t.Error("leasehold's HTTP/2 server's writer cannot finish a response early")
 			}
 			setBaseHeader(w.Header(), "audit-1")
-			s.withTimeout(w, req, withAttrs(req, get), next)
+			r := withAttrs(req, get)
+			r.auditID = "audit-1"
+			s.withTimeout(w, req, r, next)
 		}))
 		ts.EnableHTTP2 = true
 		h2server.Configure(ts.Config, &h2server.Server{})
