@@ -485,14 +485,22 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = g.Wait()
 		return s.storeFailure()
 	}
+	// Stopped while starting (the select above may find the registry
+	// ready and ctx done at once): not a failure, as in the select.
 	if err := namespacecontroller.EnsureSystem(ctx, s.reg); err != nil {
 		cancelBG()
 		_ = g.Wait()
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("creating system namespaces: %w", err)
 	}
 	if err := s.ensureRBACPolicy(ctx); err != nil {
 		cancelBG()
 		_ = g.Wait()
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	g.Go(func() error { return s.controllers.Run(gctx, s.controllerList()...) })
