@@ -463,50 +463,47 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		// Not in the RFC: a client this talkative is not one.
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
+	// The settings apply and their ACK is queued under one hold of the
+	// write lock: a response a new window releases is written after the
+	// ACK, as clients (h2spec's 6.9.2 among them) expect.
+	c.mu.Lock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
 		}
 		switch s.ID {
 		case http2.SettingHeaderTableSize:
-			c.wmu.Lock()
 			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
-			c.wmu.Unlock()
 		case http2.SettingInitialWindowSize:
-			return c.setInitialWindow(int32(s.Val))
+			return c.setInitialWindowLocked(int32(s.Val))
 		case http2.SettingMaxFrameSize:
-			c.wmu.Lock()
 			c.peerMaxFrame = s.Val
-			c.wmu.Unlock()
 		}
 		return nil
 	})
+	c.mu.Unlock() // the streams' windows are set; not held while writing
 	if err != nil {
 		return err
 	}
-	c.wmu.Lock()
 	c.appendFrame(http2.FrameSettings, http2.FlagSettingsAck, 0)
-	err = c.flushLocked(false)
-	c.wmu.Unlock()
-	return err
+	c.wcond.Broadcast()
+	return c.flushLocked(false)
 }
 
-// setInitialWindow applies a new SETTINGS_INITIAL_WINDOW_SIZE to every
-// open stream's send window (RFC 9113, 6.9.2).
-func (c *conn) setInitialWindow(v int32) error {
+// setInitialWindowLocked applies a new SETTINGS_INITIAL_WINDOW_SIZE to
+// every open stream's send window (RFC 9113, 6.9.2), c.mu and c.wmu
+// held; the caller wakes the writers.
+func (c *conn) setInitialWindowLocked(v int32) error {
 	delta := int64(v) - int64(c.peerInitialWindow)
 	c.peerInitialWindow = v
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	for _, st := range c.streams {
 		if st.sendWindow+delta > 1<<31-1 {
 			return http2.ConnectionError(http2.ErrCodeFlowControl)
 		}
 		st.sendWindow += delta
 	}
-	c.wcond.Broadcast()
 	return nil
 }
 

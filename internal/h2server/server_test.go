@@ -892,3 +892,54 @@ func TestBadFirstSettings(t *testing.T) {
 		t.Errorf("a 18,000-byte first SETTINGS: GOAWAY %v, want %v", f.ErrCode, http2.ErrCodeFrameSize)
 	}
 }
+
+// TestSettingsAckBeforeReleasedData: a SETTINGS frame that opens a
+// stream's window is acknowledged before the data it lets out (h2spec's
+// 6.9.2 waits for the ACK, then for the DATA, and timed out when they
+// came the other way round). The order was a race lost now and then;
+// many rounds make it show.
+func TestSettingsAckBeforeReleasedData(t *testing.T) {
+	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), nil)
+	rc := dialRaw(t, ts, 1<<30, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	rc.waitSettingsAck()
+	window := func(v uint32) {
+		t.Helper()
+		if err := rc.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first SETTINGS' ACK, then each round's own.
+	for acked := false; !acked; {
+		f, ok := rc.next().(*http2.SettingsFrame)
+		acked = ok && f.IsAck()
+	}
+	for id := uint32(1); id < 400; id += 2 {
+		rc.headers(id, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
+		for { // the response's HEADERS: its writer waits for window
+			if f, ok := rc.next().(*http2.MetaHeadersFrame); ok && f.StreamID == id {
+				break
+			}
+		}
+		window(1)
+		switch f := rc.next().(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				t.Fatalf("stream %d: a SETTINGS frame, not its ACK", id)
+			}
+		case *http2.DataFrame:
+			t.Fatalf("stream %d: %d bytes of DATA before the SETTINGS ACK", id, len(f.Data()))
+		default:
+			t.Fatalf("stream %d: %T before the SETTINGS ACK", id, f)
+		}
+		if f, ok := rc.next().(*http2.DataFrame); !ok || len(f.Data()) != 1 {
+			t.Fatalf("stream %d: %v, want one byte of DATA", id, f)
+		}
+		rc.reset(id)
+		window(0)
+		if f, ok := rc.next().(*http2.SettingsFrame); !ok || !f.IsAck() {
+			t.Fatalf("stream %d: %v, want the SETTINGS ACK", id, f)
+		}
+	}
+}
