@@ -66,6 +66,11 @@ func UserFrom(ctx context.Context) (User, bool) {
 
 type requestKey struct{}
 
+// RequestKey is the context key of WithRequest's Attributes, for a
+// context that holds them itself (httpserver's request context) to
+// answer RequestFrom.
+var RequestKey any = requestKey{}
+
 // WithRequest returns ctx carrying what a request asks, as authorized
 // (kube-apiserver's RequestInfo with the user).
 func WithRequest(ctx context.Context, a Attributes) context.Context {

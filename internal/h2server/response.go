@@ -242,6 +242,12 @@ func (rw *writerState) ReplaceHeader(h http.Header) {
 	}
 }
 
+// CancelRequest ends the request's context with cause, as a reset of
+// the stream would, while the handler runs on. httpserver's request
+// timeout ends it so at the deadline: a context of its own, with a
+// timer, would cost every request more.
+func (rw *writerState) CancelRequest(cause error) { rw.st.cancel(cause) }
+
 // finish completes the response once the handler returned.
 func (rw *writerState) finish() {
 	if rw.done {

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/leasehold/leasehold/internal/audit"
-	"github.com/leasehold/leasehold/internal/auth"
 )
 
 // serveChain serves every request but /version, the health endpoints and
@@ -85,8 +84,8 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 		return
 	}
 	// What was authorized, for the checks that authorize more (RBAC
-	// escalation's escalate and bind verbs).
-	req = req.WithContext(auth.WithRequest(ctx, r.attrs))
+	// escalation's escalate and bind verbs), and the deadline.
+	req = req.WithContext(newRequestContext(ctx, &r))
 	if s.metrics != nil && longRunning(r.attrs) {
 		defer s.metrics.longRunningStarted(s.labels(req, &r))()
 	}

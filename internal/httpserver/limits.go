@@ -202,12 +202,12 @@ func (s *Server) withTimeout(w http.ResponseWriter, req *http.Request, r *reques
 		s.writeError(w, req, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), timeout)
-	defer cancel()
 	if fin := finisherOf(w); fin != nil {
-		s.timeoutInline(w, req, r, ctx, fin, next)
+		s.timeoutInline(w, req, r, time.Now().Add(timeout), fin, next)
 		return
 	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	defer cancel()
 	rc := http.NewResponseController(w)
 	http1 := req.ProtoMajor < 2
 	if http1 {
@@ -293,6 +293,8 @@ type finisher interface {
 	// ReplaceHeader gives the response a new header map before it is
 	// written.
 	ReplaceHeader(http.Header)
+	// CancelRequest ends the request's context with cause.
+	CancelRequest(cause error)
 }
 
 // finisherOf is w's finisher, through the writers wrapping it.
@@ -319,20 +321,26 @@ func finisherOf(w http.ResponseWriter) finisher {
 // as on the other path.
 //
 // The handler writes w's own header map: the 504 goes out with a new
-// one (ReplaceHeader), so no request pays for a copy. The timer is not
+// one (ReplaceHeader), so no request pays for a copy. The timer also
+// ends the request's context, the stream's (CancelRequest), with the
+// cause context.DeadlineExceeded, so the request has no context and
+// timer of its own; the context serveAuthenticated makes tells the
+// deadline (r.deadline) and the error. The timer is not
 // context.AfterFunc, which would also run when the client goes away:
 // the stream is reset then, and what the handler writes goes nowhere.
-func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *request, ctx context.Context, fin finisher, next func(http.ResponseWriter, *http.Request)) {
+func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *request, deadline time.Time, fin finisher, next func(http.ResponseWriter, *http.Request)) {
 	t := &inlineTimeout{timeoutWriter: timeoutWriter{w: w, header: w.Header(), headerIsW: true}}
-	deadline, _ := ctx.Deadline()
+	r.deadline = deadline
+	ctx := req.Context() // the stream's
 	t.fired.Add(1)
 	timer := time.AfterFunc(time.Until(deadline), func() {
 		defer t.fired.Done()
-		if errors.Is(ctx.Err(), context.Canceled) {
+		if ctx.Err() != nil {
 			// The client went away: nobody reads an answer.
 			t.claim()
 			return
 		}
+		fin.CancelRequest(context.DeadlineExceeded)
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeGrace))
 		if t.claimUnstarted() {
 			h := make(http.Header, 4)
@@ -367,7 +375,7 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 		}
 		s.writeError(w, req, panicError())
 	}()
-	next(&t.timeoutWriter, req.WithContext(ctx))
+	next(&t.timeoutWriter, req)
 }
 
 // inlineTimeout is timeoutInline's state, shared with its timer.

@@ -30,9 +30,12 @@ type request struct {
 	// auditID is the request's Audit-Id: the client's, or one made for
 	// it; every answer carries it.
 	auditID string
-	attrs   auth.Attributes
-	method  string
-	query   url.Values
+	// deadline is the request's, when its context does not carry it
+	// (timeoutInline ends the stream's context at it).
+	deadline time.Time
+	attrs    auth.Attributes
+	method   string
+	query    url.Values
 	// watchPath is set for the deprecated /watch/ paths.
 	watchPath bool
 	// scoped is set when the path goes on below namespaces/{ns}/.

@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,7 +33,10 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 			setBaseHeader(w.Header(), "audit-1")
 			r := withAttrs(req, get)
 			r.auditID = "audit-1"
-			s.withTimeout(w, req, r, next)
+			s.withTimeout(w, req, r, func(w http.ResponseWriter, req *http.Request) {
+				// As serveAuthenticated gives it to the API.
+				next(w, req.WithContext(newRequestContext(req.Context(), r)))
+			})
 		}))
 		ts.EnableHTTP2 = true
 		h2server.Configure(ts.Config, &h2server.Server{})
@@ -72,6 +76,73 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 		if err := <-handled; !errors.Is(err, http.ErrHandlerTimeout) {
 			t.Errorf("late write: %v", err)
 		}
+		s.Wait()
+	})
+
+	t.Run("the handler's context ends at the deadline, as past its deadline", func(t *testing.T) {
+		// The stream's context, ended by the deadline's timer, reads as
+		// a context.WithDeadline's would, and so do those made from it.
+		checked := make(chan struct{})
+		ts, s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			defer close(checked)
+			ctx := r.Context()
+			deadline, ok := ctx.Deadline()
+			if left := time.Until(deadline); !ok || left <= 0 || left > 100*time.Millisecond {
+				t.Errorf("deadline %v, %v: want within the 100ms timeout", deadline, ok)
+			}
+			if a, ok := auth.RequestFrom(ctx); !ok || a.Name != "x" {
+				t.Errorf("the request's attributes: %+v, %v", a, ok)
+			}
+			child, cancel := context.WithCancel(ctx)
+			defer cancel()
+			timed, cancel2 := context.WithTimeout(ctx, time.Hour)
+			defer cancel2()
+			if d, _ := timed.Deadline(); !d.Equal(deadline) {
+				t.Errorf("a later deadline of a derived context: %v, want %v", d, deadline)
+			}
+			<-child.Done()
+			<-timed.Done()
+			if err := ctx.Err(); err != context.DeadlineExceeded { //nolint:errorlint // exactly it, as context.WithDeadline's
+				t.Errorf("Err: %v", err)
+			}
+			for _, c := range []context.Context{ctx, child, timed} {
+				if err := context.Cause(c); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Cause: %v", err)
+				}
+			}
+		})
+		resp, err := ts.Client().Get(ts.URL + "/apis/x?timeout=100ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGatewayTimeout {
+			t.Errorf("%d", resp.StatusCode)
+		}
+		<-checked
+		s.Wait()
+	})
+
+	t.Run("the handler's context ends when the client goes", func(t *testing.T) {
+		checked := make(chan struct{})
+		ts, s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			defer close(checked)
+			<-r.Context().Done()
+			if err := r.Context().Err(); err != context.Canceled { //nolint:errorlint // exactly it
+				t.Errorf("Err: %v", err)
+			}
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/apis/x?timeout=10s", nil)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+		}()
+		if resp, err := ts.Client().Do(req); err == nil {
+			resp.Body.Close()
+			t.Errorf("answered %d", resp.StatusCode)
+		}
+		<-checked
 		s.Wait()
 	})
 
