@@ -45,6 +45,24 @@ type request struct {
 	routable bool
 }
 
+// lowerMethod is strings.ToLower(method), without an allocation for the
+// methods the API serves.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(method)
+}
+
 // namespaceSubresources are the subresources of a namespace itself, as
 // opposed to resources inside a namespace.
 var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
@@ -59,8 +77,10 @@ func parseRequest(req *http.Request) *request {
 	r := &request{
 		received: time.Now(),
 		method:   req.Method,
-		query:    req.URL.Query(),
-		attrs:    auth.Attributes{Path: req.URL.Path, Verb: strings.ToLower(req.Method)},
+		attrs:    auth.Attributes{Path: req.URL.Path, Verb: lowerMethod(req.Method)},
+	}
+	if req.URL.RawQuery != "" {
+		r.query = req.URL.Query() // (a map even for none)
 	}
 	a := &r.attrs
 	var segments [maxSegments]string
