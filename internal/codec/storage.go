@@ -17,7 +17,8 @@ import (
 // envelope ("k8s\x00" + runtime.Unknown) for types with a protobuf
 // encoding and JSON for the others, with apiVersion and kind set and
 // metadata.resourceVersion left out, since the store's revision is the
-// resourceVersion.
+// resourceVersion. The buffer is new: the caller may give it to the
+// store's Put, which keeps it.
 func (c *Codecs) EncodeStorage(obj runtime.Object) ([]byte, error) {
 	if m, ok := obj.(sizedMarshaler); ok {
 		return c.encodeStorageProto(obj, m)

@@ -76,6 +76,10 @@ type Interface interface {
 	//
 	// WithTTL makes the written value expire (see PutOptions.TTL); without
 	// it the value stays until it is replaced or deleted.
+	//
+	// value is the store's once Put is called: it may keep it (the
+	// embedded engine does, for its watchers), so the caller must not
+	// modify it afterwards.
 	Put(ctx context.Context, key string, value []byte, expected int64, opts ...PutOption) (KeyValue, error)
 
 	// Delete removes key if its current ModRevision equals expected (which

@@ -46,8 +46,9 @@ func newWriteReq() any { return &writeReq{done: make(chan struct{}, 1)} }
 // Put stores value under key if the key's ModRevision is expected (0: the
 // key must not exist). See storage.Interface.
 //
-// Put copies value. The returned KeyValue's Value is shared with watchers
-// and must not be modified. Keys must start with '/'; values longer than
+// Put keeps value (see storage.Interface): it is the returned KeyValue's
+// Value, shared with watchers, and must not be modified. (A copy was
+// ~0.6 KB of a renewal's ~10 KB of allocations.) Keys must start with '/'; values longer than
 // Options.MaxValueSize fail with storage.ErrTooLarge.
 //
 // Put returns once the write is durable. If ctx has ended before the write
@@ -73,7 +74,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected int6
 	if o := storage.NewPutOptions(opts); o.TTL > 0 {
 		expires = s.opts.Now().Add(o.TTL).UnixMilli()
 	}
-	return s.write(ctx, writeArgs{op: opPut, key: key, value: append(make([]byte, 0, len(value)), value...), expected: expected, expires: expires})
+	return s.write(ctx, writeArgs{op: opPut, key: key, value: value, expected: expected, expires: expires})
 }
 
 // Delete removes key if its ModRevision is expected, which must be

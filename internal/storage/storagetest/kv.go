@@ -124,19 +124,6 @@ func (s *suite) testPutUpdateMissing(t *testing.T) {
 	}
 }
 
-func (s *suite) testPutCopiesValue(t *testing.T) {
-	st := s.newStore(t)
-	buf := []byte("original")
-	kv, err := st.Put(t.Context(), "/registry/leases/default/a", buf, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copy(buf, "XXXXXXXX") // the caller reuses its buffer
-	if got := mustGet(t, st, kv.Key); string(got.Value) != "original" {
-		t.Errorf("Get after the caller reused its buffer = %q, want %q", got.Value, "original")
-	}
-}
-
 func (s *suite) testPutBinaryValues(t *testing.T) {
 	st := s.newStore(t)
 	for _, tc := range []struct {

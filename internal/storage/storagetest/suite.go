@@ -66,7 +66,6 @@ func RunTests(t *testing.T, newStore func(t *testing.T) storage.Interface, opts 
 		{"Put/Update", s.testPutUpdate},
 		{"Put/StaleRevision", s.testPutStale},
 		{"Put/UpdateMissing", s.testPutUpdateMissing},
-		{"Put/CopiesValue", s.testPutCopiesValue},
 		{"Put/BinaryAndEmptyValues", s.testPutBinaryValues},
 		{"Put/TooLarge", s.testPutTooLarge},
 		{"Delete/Matching", s.testDeleteMatching},
