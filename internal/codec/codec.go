@@ -40,6 +40,9 @@ type Codecs struct {
 	// for the others, as kube-apiserver stores built-in kinds and custom
 	// resources.
 	protoStorage, jsonStorage runtime.Serializer
+	// apiVersions are the scheme's group versions as apiVersion strings,
+	// made once (setKind).
+	apiVersions map[schema.GroupVersion]string
 	// negotiated remembers the outcome of Accept headers seen before
 	// (clients send a handful), bounded by negotiatedMax.
 	negotiated     sync.Map // negotiation → Output
@@ -79,7 +82,12 @@ func New(kinds []*resources.Kind) (*Codecs, error) {
 			infos = append(infos, info)
 		}
 	}
+	apiVersions := map[schema.GroupVersion]string{}
+	for gvk := range scheme.AllKnownTypes() {
+		apiVersions[gvk.GroupVersion()] = gvk.GroupVersion().String()
+	}
 	return &Codecs{
+		apiVersions:  apiVersions,
 		scheme:       scheme,
 		infos:        infos,
 		protoStorage: protobuf.NewSerializer(scheme, scheme),
@@ -138,6 +146,20 @@ func (c *Codecs) WithTypeMeta(obj runtime.Object) (runtime.Object, error) {
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvk)
 	return out, nil
+}
+
+// setKind sets obj's apiVersion and kind, with the apiVersion string
+// made once for the scheme's group versions (TypeMeta's
+// SetGroupVersionKind builds a new one each time: an allocation of every
+// decode).
+func (c *Codecs) setKind(obj runtime.Object, gvk schema.GroupVersionKind) {
+	tm, ok := obj.GetObjectKind().(*metav1.TypeMeta)
+	apiVersion, known := c.apiVersions[gvk.GroupVersion()]
+	if !ok || !known {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return
+	}
+	tm.APIVersion, tm.Kind = apiVersion, gvk.Kind
 }
 
 // kindOf returns obj's apiVersion and kind: the ones it has when the

@@ -296,7 +296,7 @@ func (c *Codecs) decodeStorageProto(data []byte, into runtime.Object) (bool, err
 			if err := u.Unmarshal(env.raw); err != nil {
 				return true, err
 			}
-			into.GetObjectKind().SetGroupVersionKind(gvk)
+			c.setKind(into, gvk)
 			return true, nil
 		}
 	}
