@@ -31,8 +31,9 @@ var gzipWriters = sync.Pool{New: func() any {
 // caller has set Content-Type. Like kube-apiserver (APIResponseCompression,
 // on by default) it gzips a body over gzipThreshold when the client accepts
 // gzip, which Go clients, client-go and kubectl included, do unless told
-// not to. Watch streams are never compressed.
-func writeBody(w http.ResponseWriter, req *http.Request, code int, body codec.Body) {
+// not to. Watch streams are never compressed. (Generic so that a body in
+// one buffer is not boxed into a Body: an allocation of every answer.)
+func writeBody[B codec.Body](w http.ResponseWriter, req *http.Request, code int, body B) {
 	h := w.Header()
 	if body.Len() <= gzipThreshold || !acceptsGzip(req) {
 		h.Set("Content-Length", strconv.Itoa(body.Len()))

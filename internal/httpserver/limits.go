@@ -52,7 +52,10 @@ type inflight struct {
 	// nil means no limit. A full channel refuses the request: they are
 	// never waited on.
 	readOnly, mutating chan struct{}
-	watchesPerUser     int
+	// releaseReadOnly and releaseMutating give a slot back, made once:
+	// a closure per request was an allocation.
+	releaseReadOnly, releaseMutating func()
+	watchesPerUser                   int
 
 	mu sync.Mutex // guards watches
 	// watches counts the open watches per user name.
@@ -63,9 +66,11 @@ func newInflight(readOnly, mutating, watchesPerUser int) *inflight {
 	l := &inflight{watchesPerUser: watchesPerUser, watches: map[string]int{}}
 	if readOnly > 0 {
 		l.readOnly = make(chan struct{}, readOnly)
+		l.releaseReadOnly = func() { <-l.readOnly }
 	}
 	if mutating > 0 {
 		l.mutating = make(chan struct{}, mutating)
+		l.releaseMutating = func() { <-l.mutating }
 	}
 	return l
 }
@@ -80,16 +85,16 @@ func (l *inflight) admit(a auth.Attributes) (release func(), ok bool) {
 		}
 		return l.admitWatch(a.User.Name)
 	}
-	c := l.readOnly
+	c, release := l.readOnly, l.releaseReadOnly
 	if mutating(a) {
-		c = l.mutating
+		c, release = l.mutating, l.releaseMutating
 	}
 	if c == nil {
 		return func() {}, true
 	}
 	select {
 	case c <- struct{}{}:
-		return func() { <-c }, true
+		return release, true
 	default:
 		// A system:master always gets an answer (kube-apiserver: "a
 		// super-admin or a loopback connection").
@@ -344,7 +349,7 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeGrace))
 		if t.claimUnstarted() {
 			h := make(http.Header, 4)
-			setBaseHeader(h, r.auditID)
+			setBaseHeader(h, r.auditIDs[:])
 			fin.ReplaceHeader(h)
 			s.writeError(w, req, timeoutError(r.attrs))
 			_ = fin.FinishResponse()

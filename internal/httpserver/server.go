@@ -179,7 +179,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if auditID == "" {
 		auditID = uuid.NewString()
 	}
-	setBaseHeader(h, auditID)
+	r := parseRequest(req)
+	r.auditID = auditID
+	r.auditIDs[0] = auditID
+	setBaseHeader(h, r.auditIDs[:])
 
 	if s.log.Enabled(req.Context(), slog.LevelDebug) {
 		start := time.Now()
@@ -187,8 +190,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			s.log.Debug("request", "method", req.Method, "uri", req.URL.RequestURI(), "duration", time.Since(start), "audit-id", auditID)
 		}()
 	}
-	r := parseRequest(req)
-	r.auditID = auditID
 	if s.metrics != nil {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -212,9 +213,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.serveChain(w, req, r)
 }
 
-// setBaseHeader sets what every answer carries.
-func setBaseHeader(h http.Header, auditID string) {
-	h["Audit-Id"] = []string{auditID}
+// setBaseHeader sets what every answer carries; auditID is the
+// Audit-Id header's values.
+func setBaseHeader(h http.Header, auditID []string) {
+	h["Audit-Id"] = auditID
 	h["Cache-Control"] = cacheControl
 	h["X-Content-Type-Options"] = noSniff
 }

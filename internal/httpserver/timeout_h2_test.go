@@ -30,7 +30,7 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 			if finisherOf(w) == nil {
 				t.Error("leasehold's HTTP/2 server's writer cannot finish a response early")
 			}
-			setBaseHeader(w.Header(), "audit-1")
+			setBaseHeader(w.Header(), []string{"audit-1"})
 			r := withAttrs(req, get)
 			r.auditID = "audit-1"
 			s.withTimeout(w, req, r, func(w http.ResponseWriter, req *http.Request) {
