@@ -32,7 +32,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 			if err != nil {
 				s.log.Debug("unable to authenticate the request", "method", req.Method, "uri", req.URL.RequestURI(), "err", err)
 			}
-			if rec := s.cfg.Audit.Begin(req, &r.attrs, false, r.auditID, r.received, false); rec != nil {
+			if rec := s.cfg.Audit.Begin(req, &r.attrs, false, r.auditID[0], r.received, false); rec != nil {
 				st := s.errorStatus(req, unauthorized())
 				rec.FailedAuthentication(st)
 			}
@@ -43,7 +43,7 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 	}
 	// The audit record begins once the client is known, before
 	// impersonation, as kube-apiserver's audit filter does.
-	if rec := s.cfg.Audit.Begin(req, &r.attrs, s.authn != nil, r.auditID, r.received, longRunning(r.attrs)); rec != nil {
+	if rec := s.cfg.Audit.Begin(req, &r.attrs, s.authn != nil, r.auditID[0], r.received, longRunning(r.attrs)); rec != nil {
 		req = req.WithContext(audit.WithRecord(req.Context(), rec))
 		w = &auditWriter{ResponseWriter: w, rec: rec}
 		defer func() {

@@ -349,7 +349,7 @@ func (s *Server) timeoutInline(w http.ResponseWriter, req *http.Request, r *requ
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeGrace))
 		if t.claimUnstarted() {
 			h := make(http.Header, 4)
-			setBaseHeader(h, r.auditIDs[:])
+			setBaseHeader(h, r.auditID[:])
 			fin.ReplaceHeader(h)
 			s.writeError(w, req, timeoutError(r.attrs))
 			_ = fin.FinishResponse()

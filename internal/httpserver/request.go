@@ -27,12 +27,10 @@ type request struct {
 	// received is when the request arrived (the audit log's
 	// requestReceivedTimestamp).
 	received time.Time
-	// auditID is the request's Audit-Id: the client's, or one made for
-	// it; every answer carries it.
-	auditID string
-	// auditIDs is auditID as the values of the answer's header, in the
-	// request's allocation rather than one of its own.
-	auditIDs [1]string
+	// auditID is the request's Audit-Id (the client's, or one made for
+	// it; every answer carries it) as the values of the answer's header:
+	// in the request's allocation rather than one of its own.
+	auditID [1]string
 	// deadline is the request's, when its context does not carry it
 	// (timeoutInline ends the stream's context at it).
 	deadline time.Time

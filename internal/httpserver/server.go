@@ -180,9 +180,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		auditID = uuid.NewString()
 	}
 	r := parseRequest(req)
-	r.auditID = auditID
-	r.auditIDs[0] = auditID
-	setBaseHeader(h, r.auditIDs[:])
+	r.auditID[0] = auditID
+	setBaseHeader(h, r.auditID[:])
 
 	if s.log.Enabled(req.Context(), slog.LevelDebug) {
 		start := time.Now()

@@ -32,7 +32,7 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 			}
 			setBaseHeader(w.Header(), []string{"audit-1"})
 			r := withAttrs(req, get)
-			r.auditID = "audit-1"
+			r.auditID[0] = "audit-1"
 			s.withTimeout(w, req, r, func(w http.ResponseWriter, req *http.Request) {
 				// As serveAuthenticated gives it to the API.
 				next(w, req.WithContext(newRequestContext(req.Context(), r)))
