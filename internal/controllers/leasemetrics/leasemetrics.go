@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/controllers"
@@ -48,7 +49,7 @@ type Observer struct {
 	// mu guards the fields below.
 	mu sync.Mutex
 	// byKey holds every lease.
-	byKey map[key]*entry
+	byKey map[types.NamespacedName]*entry
 	// namespaces holds the counts of every namespace with a lease.
 	namespaces map[string]*namespace
 	// expiring holds the deadlines of the held leases not yet seen
@@ -59,11 +60,9 @@ type Observer struct {
 	gen int
 }
 
-type key struct{ namespace, name string }
-
 // entry is what the observer keeps of one lease.
 type entry struct {
-	key
+	types.NamespacedName
 	holder   string
 	renew    time.Time // zero when unset
 	deadline time.Time // zero when the lease cannot expire: no holder, renewTime or duration
@@ -149,7 +148,7 @@ func newObserver(opts Options) *Observer {
 			expiredOne: prometheus.NewDesc("leasehold_lease_expired", "1 when the held lease has expired, 0 when it has not (leases with a holder, renewTime and duration).", one, nil),
 			trans:      prometheus.NewDesc("leasehold_lease_transitions", "The lease's spec.leaseTransitions (leases that have it).", one, nil),
 		},
-		byKey:      map[key]*entry{},
+		byKey:      map[types.NamespacedName]*entry{},
 		namespaces: map[string]*namespace{},
 	}
 }
@@ -208,7 +207,7 @@ func (o *Observer) apply(events []registry.Event) {
 			o.putLocked(l)
 		case watch.Deleted:
 			if m := ev.Object.Obj; m != nil {
-				o.removeLocked(key{m.GetNamespace(), m.GetName()})
+				o.removeLocked(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
 			}
 		}
 	}
@@ -216,8 +215,8 @@ func (o *Observer) apply(events []registry.Event) {
 
 // putLocked records a lease's new state.
 func (o *Observer) putLocked(l *coordinationv1.Lease) {
-	k := key{l.Namespace, l.Name}
-	n := entry{key: k, gen: o.gen}
+	k := types.NamespacedName{Namespace: l.Namespace, Name: l.Name}
+	n := entry{NamespacedName: k, gen: o.gen}
 	s := &l.Spec
 	if s.HolderIdentity != nil {
 		n.holder = *s.HolderIdentity
@@ -242,17 +241,17 @@ func (o *Observer) putLocked(l *coordinationv1.Lease) {
 		e = &entry{}
 		*e = n
 		o.byKey[k] = e
-		ns := o.namespaces[k.namespace]
+		ns := o.namespaces[k.Namespace]
 		if ns == nil {
 			ns = &namespace{all: map[string]*entry{},
-				renewals: o.renewals.WithLabelValues(k.namespace), changes: o.changes.WithLabelValues(k.namespace)}
-			o.namespaces[k.namespace] = ns
+				renewals: o.renewals.WithLabelValues(k.Namespace), changes: o.changes.WithLabelValues(k.Namespace)}
+			o.namespaces[k.Namespace] = ns
 		}
-		ns.all[k.name] = e
+		ns.all[k.Name] = e
 		o.countLocked(e, ns, +1, true, true)
 		return
 	}
-	ns := o.namespaces[k.namespace]
+	ns := o.namespaces[k.Namespace]
 	switch {
 	case n.held() && n.holder != e.holder:
 		ns.changes.Inc()
@@ -290,24 +289,24 @@ func (o *Observer) countLocked(e *entry, ns *namespace, d int, pushRenew, pushDe
 	}
 }
 
-func (o *Observer) removeLocked(k key) {
+func (o *Observer) removeLocked(k types.NamespacedName) {
 	e, ok := o.byKey[k]
 	if !ok {
 		return
 	}
 	delete(o.byKey, k)
-	ns := o.namespaces[k.namespace]
-	delete(ns.all, k.name)
+	ns := o.namespaces[k.Namespace]
+	delete(ns.all, k.Name)
 	o.countLocked(e, ns, -1, false, false)
 	e.removed = true
 	if len(ns.all) == 0 {
-		delete(o.namespaces, k.namespace)
+		delete(o.namespaces, k.Namespace)
 	}
 }
 
 // sweepLocked drops the leases the list that just ended did not see.
 func (o *Observer) sweepLocked() {
-	var gone []key
+	var gone []types.NamespacedName
 	for k, e := range o.byKey {
 		if e.gen != o.gen {
 			gone = append(gone, k)
@@ -328,7 +327,7 @@ func (o *Observer) expireLocked(now time.Time) {
 		}
 		o.expiring.pop()
 		it.e.expired = true
-		o.namespaces[it.e.namespace].expired++
+		o.namespaces[it.e.Namespace].expired++
 	}
 }
 
@@ -456,7 +455,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 		}
 		budget -= n
 		leases := slices.Collect(maps.Values(ns.all))
-		slices.SortFunc(leases, func(a, b *entry) int { return cmp.Compare(a.name, b.name) })
+		slices.SortFunc(leases, func(a, b *entry) int { return cmp.Compare(a.Name, b.Name) })
 		for _, e := range leases {
 			o.collectLease(ch, e, now)
 		}
@@ -466,7 +465,7 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 
 func (o *Observer) collectLease(ch chan<- prometheus.Metric, e *entry, now time.Time) {
 	d := o.desc
-	ns, name := e.namespace, e.name
+	ns, name := e.Namespace, e.Name
 	ch <- prometheus.MustNewConstMetric(d.info, prometheus.GaugeValue, 1, ns, name, e.holder, e.strategy, e.preferred)
 	if !e.renew.IsZero() {
 		ch <- prometheus.MustNewConstMetric(d.sinceRenew, prometheus.GaugeValue, now.Sub(e.renew).Seconds(), ns, name)

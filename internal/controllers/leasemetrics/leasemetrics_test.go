@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/codec"
@@ -192,9 +193,9 @@ func TestAgainstModel(t *testing.T) {
 	}
 	c := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	o := newObserver(Options{Now: c.Now})
-	model := map[key]*state{}
+	model := map[types.NamespacedName]*state{}
 	rng := rand.New(rand.NewPCG(1, 2))
-	names := []key{{"a", "1"}, {"a", "2"}, {"a", "3"}, {"b", "1"}, {"b", "2"}, {"c", "1"}}
+	names := []types.NamespacedName{{Namespace: "a", Name: "1"}, {Namespace: "a", Name: "2"}, {Namespace: "a", Name: "3"}, {Namespace: "b", Name: "1"}, {Namespace: "b", Name: "2"}, {Namespace: "c", Name: "1"}}
 	expect := func() string {
 		held, expired := map[string]int{}, map[string]int{}
 		oldest := map[string]time.Time{}
@@ -205,12 +206,12 @@ func TestAgainstModel(t *testing.T) {
 			if !s.deadline.IsZero() && !s.deadline.After(c.now) {
 				s.expired = true
 			}
-			held[k.namespace]++
+			held[k.Namespace]++
 			if s.expired {
-				expired[k.namespace]++
+				expired[k.Namespace]++
 			}
-			if !s.renew.IsZero() && (oldest[k.namespace].IsZero() || s.renew.Before(oldest[k.namespace])) {
-				oldest[k.namespace] = s.renew
+			if !s.renew.IsZero() && (oldest[k.Namespace].IsZero() || s.renew.Before(oldest[k.Namespace])) {
+				oldest[k.Namespace] = s.renew
 			}
 		}
 		// In gather's order: by metric name, then namespace; a
@@ -255,10 +256,10 @@ func TestAgainstModel(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				typ = watch.Modified
 			}
-			o.apply([]registry.Event{event(typ, lease(k.namespace, k.name, holder, renew, seconds))})
+			o.apply([]registry.Event{event(typ, lease(k.Namespace, k.Name, holder, renew, seconds))})
 		case r < 7:
 			delete(model, k)
-			o.apply([]registry.Event{event(watch.Deleted, lease(k.namespace, k.name, "", time.Time{}, 0))})
+			o.apply([]registry.Event{event(watch.Deleted, lease(k.Namespace, k.Name, "", time.Time{}, 0))})
 		case r < 9:
 			c.now = c.now.Add(time.Duration(rng.IntN(3)) * time.Second)
 		default:
@@ -284,9 +285,9 @@ func TestHeapsStayBounded(t *testing.T) {
 	}
 }
 
-func anyIn[V any](m map[key]V, ns string) bool {
+func anyIn[V any](m map[types.NamespacedName]V, ns string) bool {
 	for k := range m {
-		if k.namespace == ns {
+		if k.Namespace == ns {
 			return true
 		}
 	}
