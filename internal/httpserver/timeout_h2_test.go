@@ -124,9 +124,10 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 	})
 
 	t.Run("the handler's context ends when the client goes", func(t *testing.T) {
-		checked := make(chan struct{})
+		started, checked := make(chan struct{}), make(chan struct{})
 		ts, s := serve(t, func(w http.ResponseWriter, r *http.Request) {
 			defer close(checked)
+			close(started)
 			<-r.Context().Done()
 			if err := r.Context().Err(); err != context.Canceled { //nolint:errorlint // exactly it
 				t.Errorf("Err: %v", err)
@@ -135,7 +136,7 @@ func TestWithTimeoutHTTP2(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/apis/x?timeout=10s", nil)
 		go func() {
-			time.Sleep(50 * time.Millisecond)
+			<-started // the client goes once the handler runs
 			cancel()
 		}()
 		if resp, err := ts.Client().Do(req); err == nil {
