@@ -22,9 +22,9 @@
 // what kube-apiserver's default RBAC bindings give (discovery, health,
 // version, and the self reviews).
 //
-// The user a request is made as, and what it asks, travel in its context
-// (WithUser, WithRequest) to the checks that need them beyond the
-// authorizer: RBAC escalation prevention.
+// What a request asks, and the user it is made as, travel in its context
+// (under RequestKey; RequestFrom, UserFrom) to the checks that need them
+// beyond the authorizer: RBAC escalation prevention.
 //
 // The token file, the client CA file and the policy file are re-read when
 // they change (Run polls them); a file that no longer parses is logged and

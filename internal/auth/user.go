@@ -57,7 +57,7 @@ func withAuthenticatedGroup(u User) User {
 
 // UserFrom returns the user a request is made as: the authenticated user,
 // or the one it impersonates (the user of its Attributes, see
-// WithRequest). Writes the server makes itself, and requests to a server
+// RequestKey). Writes the server makes itself, and requests to a server
 // without authentication, carry none.
 func UserFrom(ctx context.Context) (User, bool) {
 	a, ok := RequestFrom(ctx)
@@ -66,20 +66,14 @@ func UserFrom(ctx context.Context) (User, bool) {
 
 type requestKey struct{}
 
-// RequestKey is the context key of WithRequest's Attributes, for a
-// context that holds them itself (httpserver's request context) to
-// answer RequestFrom.
+// RequestKey is the context key of a request's Attributes, as authorized
+// (kube-apiserver's RequestInfo with the user): httpserver's request
+// context answers it.
 var RequestKey any = requestKey{}
-
-// WithRequest returns ctx carrying what a request asks, as authorized
-// (kube-apiserver's RequestInfo with the user).
-func WithRequest(ctx context.Context, a Attributes) context.Context {
-	return context.WithValue(ctx, requestKey{}, a)
-}
 
 // RequestFrom returns what the request of ctx asks; false for writes the
 // server makes itself.
 func RequestFrom(ctx context.Context) (Attributes, bool) {
-	a, ok := ctx.Value(requestKey{}).(Attributes)
+	a, ok := ctx.Value(RequestKey).(Attributes)
 	return a, ok
 }
