@@ -485,20 +485,13 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = g.Wait()
 		return s.storeFailure()
 	}
-	// Stopped while starting (the select above may find the registry
-	// ready and ctx done at once): not a failure, as in the select.
-	if err := namespacecontroller.EnsureSystem(ctx, s.reg); err != nil {
+	if err := s.ensureSystemObjects(ctx); err != nil {
 		cancelBG()
 		_ = g.Wait()
 		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("creating system namespaces: %w", err)
-	}
-	if err := s.ensureRBACPolicy(ctx); err != nil {
-		cancelBG()
-		_ = g.Wait()
-		if ctx.Err() != nil {
+			// Stopped while starting (the select above may find the
+			// registry ready and ctx done at once): not a failure, as
+			// in the select.
 			return nil
 		}
 		return err
@@ -670,4 +663,13 @@ func (s *Server) waitHandlers(ctx context.Context) {
 	case <-ctx.Done():
 		s.log.Warn("shutting down with requests still running past their deadline")
 	}
+}
+
+// ensureSystemObjects writes what every server has before it is ready:
+// the system namespaces and the RBAC policy.
+func (s *Server) ensureSystemObjects(ctx context.Context) error {
+	if err := namespacecontroller.EnsureSystem(ctx, s.reg); err != nil {
+		return fmt.Errorf("creating system namespaces: %w", err)
+	}
+	return s.ensureRBACPolicy(ctx)
 }
