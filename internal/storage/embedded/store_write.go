@@ -48,8 +48,9 @@ func newWriteReq() any { return &writeReq{done: make(chan struct{}, 1)} }
 //
 // Put keeps value (see storage.Interface): it is the returned KeyValue's
 // Value, shared with watchers, and must not be modified. (A copy was
-// ~0.6 KB of a renewal's ~10 KB of allocations.) Keys must start with '/'; values longer than
-// Options.MaxValueSize fail with storage.ErrTooLarge.
+// ~0.45 KB of a renewal's ~9.2 KB of allocations.) Keys must start with
+// '/'; values longer than Options.MaxValueSize fail with
+// storage.ErrTooLarge.
 //
 // Put returns once the write is durable. If ctx has ended before the write
 // is queued, Put returns ctx's error and writes nothing. If ctx ends while
