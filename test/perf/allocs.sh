@@ -13,6 +13,7 @@
 # first binary.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/test/perf/serve.sh"
 OUT=${OUT:-/tmp/leasehold-allocs}
 mkdir -p "$OUT"
 if [ $# -eq 0 ]; then
@@ -28,14 +29,8 @@ counters() { # pki port
 
 for bin in "$@"; do
   dir=$(mktemp -d "$OUT/data.XXXX")
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$bin" serve --data-dir "$dir" --listen "127.0.0.1:$port" --log-level warn >"$dir/log" 2>&1 &
-  pid=$!
-  for _ in $(seq 150); do
-    [ -f "$dir/admin.kubeconfig" ] && curl -sk "https://127.0.0.1:$port/readyz" 2>/dev/null | grep -q ok && break
-    [ -e "/proc/$pid" ] || { cat "$dir/log" >&2; exit 1; }
-    sleep 0.2
-  done
+  serve_leasehold "$bin" "$dir"
+  pid=$SERVE_PID port=$SERVE_PORT
   kc=$dir/admin.kubeconfig
   "$BENCH" bench fill --kubeconfig "$kc" --leases 1000 --clients 32 >/dev/null 2>&1
   counters "$dir/pki" "$port" >"$dir/before"

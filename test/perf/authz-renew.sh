@@ -15,6 +15,7 @@
 set -euo pipefail
 ROUNDS=${1:-3}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/test/perf/serve.sh"
 OUT=${OUT:-/tmp/leasehold-authz}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
@@ -23,20 +24,14 @@ echo "bench-token,bench,uid-bench" >"$OUT/tokens.csv"
 printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n' >"$OUT/audit-policy.yaml"
 
 run() { # config round
-  local cfg=$1 round=$2 dir port pid extra=()
+  local cfg=$1 round=$2 dir pid extra=()
   dir=$(mktemp -d "$OUT/data.XXXX")
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   case $cfg in
     allow) extra=(--authorization-mode=AlwaysAllow) ;;
     audit) extra=(--audit-log-path "$dir/audit.log" --audit-policy-file "$OUT/audit-policy.yaml") ;;
   esac
-  "$LH" serve --data-dir "$dir" --listen "127.0.0.1:$port" --log-level warn --token-auth-file "$OUT/tokens.csv" "${extra[@]}" >"$dir/log" 2>&1 &
-  pid=$!
-  for _ in $(seq 150); do
-    [ -f "$dir/admin.kubeconfig" ] && curl -sk "https://127.0.0.1:$port/readyz" 2>/dev/null | grep -q ok && break
-    [ -e "/proc/$pid" ] || { cat "$dir/log" >&2; exit 1; }
-    sleep 0.2
-  done
+  serve_leasehold "$LH" "$dir" --token-auth-file "$OUT/tokens.csv" "${extra[@]}"
+  pid=$SERVE_PID
   local kc=$dir/admin.kubeconfig bkc=$dir/bench.kubeconfig
   kubectl --kubeconfig "$kc" create role lease-holder --verb=get,update --resource=leases.coordination.k8s.io >/dev/null
   kubectl --kubeconfig "$kc" create rolebinding lease-holder --role=lease-holder --user=bench >/dev/null

@@ -21,6 +21,7 @@ set -euo pipefail
 
 ROUNDS=${1:-3}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/test/perf/serve.sh"
 KIT=$(cd "${PEERS_KIT:-$REPO/../shared/peers}" && pwd)
 PEERS_DIR=${PEERS_DIR:-$HOME/.cache/leasehold-peers}
 export PEERS_DIR
@@ -46,15 +47,8 @@ rss() { # pids...: their summed RSS in MiB
 # start_SYSTEM sets KC (kubeconfig) and PIDS (comma-separated); stop_SYSTEM ends it.
 start_leasehold() {
   LHDIR=$(mktemp -d /tmp/leasehold-compare-data.XXXX)
-  local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$LH" serve --data-dir "$LHDIR" --listen "127.0.0.1:$port" --log-level warn >"$LHDIR/log" 2>&1 &
-  LHPID=$!
-  for _ in $(seq 100); do
-    [ -f "$LHDIR/admin.kubeconfig" ] && curl -sk "https://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    [ -e "/proc/$LHPID" ] || { cat "$LHDIR/log" >&2; exit 1; }
-    sleep 0.2
-  done
+  serve_leasehold "$LH" "$LHDIR"
+  LHPID=$SERVE_PID
   KC=$LHDIR/admin.kubeconfig PIDS=$LHPID
 }
 stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; rm -rf "$LHDIR"; }
