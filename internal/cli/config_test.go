@@ -61,8 +61,9 @@ var everyKey = map[string]string{
 // embeddedKeys are the keys of the embedded engine only, which --storage
 // etcd refuses: tested on their own.
 var embeddedKeys = map[string]string{
-	"storage-quota-bytes":   "1Gi",
-	"storage-reserve-bytes": "100Mi",
+	"storage-quota-bytes":     "1Gi",
+	"storage-reserve-bytes":   "100Mi",
+	"storage-commit-interval": "5ms",
 }
 
 func writeFile(t *testing.T, name, content string) string {

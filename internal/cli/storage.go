@@ -31,6 +31,8 @@ func storageFlags(fs *flag.FlagSet, cfg *server.Config) *string {
 		"most data the embedded store holds (keys and values of the current objects, such as 2Gi or 500M); beyond it, writes that add data are refused (0: no quota)")
 	fs.Var((*bytesFlag)(&cfg.StorageReserveBytes), "storage-reserve-bytes",
 		"free space the embedded store keeps on its filesystem; below it, writes other than deletes are refused (0: none, and a full disk stops the server)")
+	fs.DurationVar(&cfg.StorageCommitInterval, "storage-commit-interval", embedded.DefaultCommitInterval,
+		"while many writes arrive at once, the embedded store starts a group commit (one fsync) at most this often, so that more writes share each: less CPU a write, for at most this much more latency (0: a commit starts as soon as the last one ends)")
 	return servers
 }
 
@@ -77,6 +79,12 @@ func checkStorageFlags(fs *flag.FlagSet, cfg *server.Config, servers string) err
 				*v = -1
 			}
 		}
+		switch {
+		case cfg.StorageCommitInterval < 0:
+			return errors.New("--storage-commit-interval must not be negative")
+		case cfg.StorageCommitInterval == 0:
+			cfg.StorageCommitInterval = -1
+		}
 	case server.StorageEtcd:
 		if len(cfg.EtcdServers) == 0 {
 			return errors.New("--storage=etcd needs --etcd-servers")
@@ -84,7 +92,7 @@ func checkStorageFlags(fs *flag.FlagSet, cfg *server.Config, servers string) err
 		if embeddedFlags := setFlags(fs, "storage-"); len(embeddedFlags) > 0 {
 			return fmt.Errorf("%s given with --storage=etcd; they are the embedded store's (etcd has its own quota, --quota-backend-bytes)", strings.Join(embeddedFlags, ", "))
 		}
-		cfg.StorageQuotaBytes, cfg.StorageReserveBytes = 0, 0
+		cfg.StorageQuotaBytes, cfg.StorageReserveBytes, cfg.StorageCommitInterval = 0, 0, 0
 		if cfg.EtcdCompactInterval < 0 {
 			return errors.New("--etcd-compaction-interval must not be negative")
 		}

@@ -91,6 +91,10 @@ type Config struct {
 	// its filesystem: below it, writes other than deletes are refused.
 	// 0 means embedded.DefaultReserveBytes, negative none.
 	StorageReserveBytes int64
+	// StorageCommitInterval paces the embedded store's group commits
+	// while writes are many (embedded.Options.CommitInterval). 0 means
+	// embedded.DefaultCommitInterval, negative none.
+	StorageCommitInterval time.Duration
 	// StorageFS, when set, is the file system of the embedded store
 	// instead of the operating system's: tests inject disk faults with it.
 	StorageFS vfs.FS
@@ -385,11 +389,12 @@ func openStore(cfg Config, m *metrics, kinds []*resources.Kind) (storage.Interfa
 	case "", StorageEmbedded:
 		m.registry.MustRegister(m.commitSync, m.commitWrites, m.commitFailure)
 		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{
-			Logger:       cfg.Logger,
-			QuotaBytes:   cfg.StorageQuotaBytes,
-			ReserveBytes: cfg.StorageReserveBytes,
-			FS:           cfg.StorageFS,
-			OnCommit:     m.onCommit,
+			Logger:         cfg.Logger,
+			QuotaBytes:     cfg.StorageQuotaBytes,
+			ReserveBytes:   cfg.StorageReserveBytes,
+			CommitInterval: cfg.StorageCommitInterval,
+			FS:             cfg.StorageFS,
+			OnCommit:       m.onCommit,
 		})
 		return store, "", err
 	case StorageEtcd:

@@ -50,7 +50,10 @@
 // pebble batch with pebble.Sync. Only after the fsync returns does it
 // publish the events and answer the writers: a successful Put or Delete is
 // durable. Concurrent writers share an fsync (group commit); a lone writer
-// pays one fsync per write.
+// pays one fsync per write. After a commit of four writes or more, the
+// next waits until as many are queued, for at most Options.CommitInterval
+// (2 ms) from the last one's start: an fsync costs ~100 us of CPU, and
+// writers that each wait for their last answer come back together.
 //
 // Failed preconditions consume no revision. A ConflictError's Current is
 // the state the committer checked against, which is the latest.

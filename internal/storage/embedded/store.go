@@ -44,7 +44,14 @@ const (
 	// batch forces a memtable flush.
 	maxBatchWrites = 1024
 	maxBatchBytes  = 2 << 20
+	// busyBatch is the smallest group commit after which the next is
+	// paced by Options.CommitInterval: fewer writes at once are a few
+	// writers, whom waiting would only slow down.
+	busyBatch = 4
 )
+
+// DefaultCommitInterval is the default Options.CommitInterval.
+const DefaultCommitInterval = 2 * time.Millisecond
 
 // Options configure a Store. The zero value is usable.
 type Options struct {
@@ -82,6 +89,18 @@ type Options struct {
 	FS vfs.FS
 	// Now is the clock values expire by. Default time.Now.
 	Now func() time.Time
+	// CommitInterval paces group commits while writes are many: after a
+	// commit of n writes (at least busyBatch), the next waits until n
+	// writes are queued, at most until CommitInterval after the last
+	// began, and so shares its fsync with every write that arrives
+	// meanwhile. Writers that each wait for their last write before the
+	// next come back together, and their commits stay whole instead of
+	// splitting into the few that came back first and the rest. A commit
+	// costs ~100 us of CPU besides its writes' (the fsync's system call
+	// and interrupts, the wake-ups). One writer, or a few, at a time are
+	// not held, nor are commits on a disk slower than the interval.
+	// Default DefaultCommitInterval; negative: commits never wait.
+	CommitInterval time.Duration
 	// OnCommit, when set, is told of every group commit that reached
 	// pebble, from the committer goroutine: it must return quickly.
 	OnCommit func(CommitStats)
@@ -126,6 +145,12 @@ func (o *Options) setDefaults() error {
 		o.Now = time.Now
 	}
 	switch {
+	case o.CommitInterval == 0:
+		o.CommitInterval = DefaultCommitInterval
+	case o.CommitInterval < 0:
+		o.CommitInterval = 0
+	}
+	switch {
 	case o.QuotaBytes == 0:
 		o.QuotaBytes = DefaultQuotaBytes
 	case o.QuotaBytes < 0:
@@ -165,6 +190,11 @@ type Store struct {
 	// Close once no writer can enqueue any more.
 	stop          chan struct{}
 	committerDone chan struct{}
+	// paceWant is, while the committer paces (see committer.pace), the
+	// number of queued writes that ends the wait, else 0; the writer
+	// that brings the queue to it sends on paceWake (capacity 1).
+	paceWant atomic.Int64
+	paceWake chan struct{}
 	// reqs recycles write requests (see writeReq for who owns one when).
 	reqs sync.Pool
 
@@ -225,6 +255,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts:          opts,
 		log:           opts.Logger.With("component", "storage/embedded"),
 		queue:         make(chan *writeReq, queueSize),
+		paceWake:      make(chan struct{}, 1),
 		stop:          make(chan struct{}),
 		committerDone: make(chan struct{}),
 		reqs:          sync.Pool{New: newWriteReq},

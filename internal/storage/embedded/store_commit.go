@@ -18,7 +18,8 @@ import (
 // effects), gives each successful write the next revision, commits all of
 // them in ONE pebble batch with a single fsync, publishes the events, and
 // only then answers the writers. Concurrent writers therefore share fsyncs,
-// and no writer hears "done" before its write is on disk.
+// and no writer hears "done" before its write is on disk. After a busy
+// commit it paces the next (see pace).
 //
 // There is no full in-memory index of keys: checking a precondition
 // needs the key's current record, which the committer reads from pebble
@@ -46,6 +47,8 @@ type committer struct {
 	// expires is the earliest expiry the batch writes (math.MaxInt64:
 	// none), told to the reaper once the batch is committed.
 	expires int64
+	// paceTimer times pace's waits; nil until the first.
+	paceTimer *time.Timer
 }
 
 // current is a key's state as the committer sees it.
@@ -82,8 +85,10 @@ func (s *Store) runCommitter(rev int64) {
 	for {
 		select {
 		case r := <-s.queue:
-			c.collect(r)
+			full := c.collect(r)
+			start, writes := time.Now(), len(c.reqs)
 			c.commit()
+			c.pace(start, writes, full)
 		case <-s.stop:
 			// Close closes stop only once no writer can enqueue, so an
 			// empty queue stays empty; otherwise keep committing.
@@ -95,8 +100,8 @@ func (s *Store) runCommitter(rev int64) {
 }
 
 // collect starts a batch with first and adds whatever else is queued,
-// without waiting for more.
-func (c *committer) collect(first *writeReq) {
+// without waiting for more. It reports whether the batch is full.
+func (c *committer) collect(first *writeReq) (full bool) {
 	c.reqs = append(c.reqs[:0], first)
 	size := len(first.value)
 	for len(c.reqs) < maxBatchWrites && size < maxBatchBytes {
@@ -105,8 +110,41 @@ func (c *committer) collect(first *writeReq) {
 			c.reqs = append(c.reqs, r)
 			size += len(r.value)
 		default:
-			return
+			return false
 		}
+	}
+	return true
+}
+
+// pace holds the committer after a busy commit, one of writes that began
+// at start, until as many writes are queued again, or until
+// Options.CommitInterval after start, whichever comes first. After a full
+// batch there is a backlog: no wait. Close ends a wait.
+func (c *committer) pace(start time.Time, writes int, full bool) {
+	s := c.s
+	wait := s.opts.CommitInterval - time.Since(start)
+	if writes < busyBatch || full || wait <= 0 || len(s.queue) >= writes {
+		return
+	}
+	s.paceWant.Store(int64(writes))
+	// A writer that queued before paceWant was set did not look at it.
+	if len(s.queue) < writes {
+		if c.paceTimer == nil {
+			c.paceTimer = time.NewTimer(wait)
+		} else {
+			c.paceTimer.Reset(wait)
+		}
+		select {
+		case <-c.paceTimer.C:
+		case <-s.paceWake:
+		case <-s.stop:
+		}
+		c.paceTimer.Stop()
+	}
+	s.paceWant.Store(0)
+	select { // a wake sent meanwhile is stale
+	case <-s.paceWake:
+	default:
 	}
 }
 

@@ -143,15 +143,20 @@ func (s *Store) enqueue(ctx context.Context, r *writeReq) error {
 	defer s.mu.RUnlock()
 	select {
 	case s.queue <- r:
-		return nil
 	default:
+		select {
+		case s.queue <- r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case s.queue <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if want := s.paceWant.Load(); want > 0 && int64(len(s.queue)) >= want {
+		select {
+		case s.paceWake <- struct{}{}:
+		default:
+		}
 	}
+	return nil
 }
 
 func (r *writeReq) reset() {
