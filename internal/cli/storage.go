@@ -32,7 +32,7 @@ func storageFlags(fs *flag.FlagSet, cfg *server.Config) *string {
 	fs.Var((*bytesFlag)(&cfg.StorageReserveBytes), "storage-reserve-bytes",
 		"free space the embedded store keeps on its filesystem; below it, writes other than deletes are refused (0: none, and a full disk stops the server)")
 	fs.DurationVar(&cfg.StorageCommitInterval, "storage-commit-interval", embedded.DefaultCommitInterval,
-		"while many writes arrive at once, the embedded store starts a group commit (one fsync) at most this often, so that more writes share each: less CPU a write, for at most this much more latency (0: a commit starts as soon as the last one ends)")
+		"after a group commit (one fsync) of four writes or more, the embedded store's next waits until as many are queued, at most until this long after the last began: fewer fsyncs, less CPU a write, for at most this much more latency (0: a commit starts as soon as the last one ends)")
 	return servers
 }
 
@@ -90,7 +90,7 @@ func checkStorageFlags(fs *flag.FlagSet, cfg *server.Config, servers string) err
 			return errors.New("--storage=etcd needs --etcd-servers")
 		}
 		if embeddedFlags := setFlags(fs, "storage-"); len(embeddedFlags) > 0 {
-			return fmt.Errorf("%s given with --storage=etcd; they are the embedded store's (etcd has its own quota, --quota-backend-bytes)", strings.Join(embeddedFlags, ", "))
+			return fmt.Errorf("%s given with --storage=etcd; they are the embedded store's (etcd has its own, such as its quota, --quota-backend-bytes)", strings.Join(embeddedFlags, ", "))
 		}
 		cfg.StorageQuotaBytes, cfg.StorageReserveBytes, cfg.StorageCommitInterval = 0, 0, 0
 		if cfg.EtcdCompactInterval < 0 {
