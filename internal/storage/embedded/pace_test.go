@@ -88,6 +88,8 @@ func TestCommitPacing(t *testing.T) {
 
 	// After a commit of fewer than busyBatch, a write is not held.
 	commitTogether(busyBatch - 1)
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	if err := put(ctx, "after-a-few"); err != nil {
 		t.Fatalf("a write after a commit of %d: %v", busyBatch-1, err)
 	}
