@@ -50,6 +50,26 @@ func TestCommitPacing(t *testing.T) {
 			}
 		}
 	}
+	// answered returns what ch yields, failing with what if nothing comes
+	// within 10 s.
+	answered := func(ch <-chan error, what string) error {
+		t.Helper()
+		select {
+		case err := <-ch:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+			return nil
+		}
+	}
+	wantLastBatch := func(n int) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if last := batches[len(batches)-1]; last != n {
+			t.Fatalf("the queued writes committed %d at once, want %d", last, n)
+		}
+	}
 
 	// One writer at a time is never held, however long the interval: held,
 	// these would time out.
@@ -75,15 +95,11 @@ func TestCommitPacing(t *testing.T) {
 		waitQueued(n)
 		release <- struct{}{}
 		for range n + 1 {
-			if err := <-errs; err != nil {
+			if err := answered(errs, "writes held together were not committed"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if last := batches[len(batches)-1]; last != n {
-			t.Fatalf("the queued writes committed %d at once, want %d", last, n)
-		}
+		wantLastBatch(n)
 	}
 
 	// After a commit of fewer than busyBatch, a write is not held.
@@ -98,57 +114,47 @@ func TestCommitPacing(t *testing.T) {
 	// The next commit waits for busyBatch writes (the interval is an
 	// hour): one write stays queued, ...
 	late := make(chan error, busyBatch)
-	stayQueued := func(n int) {
+	stayQueued := func() {
 		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
 		for still := 0; still < 100; {
 			select {
 			case err := <-late:
 				t.Fatalf("a write right after a busy commit was answered (%v) before %d were queued", err, busyBatch)
 			case <-time.After(time.Millisecond):
-				if len(s.queue) == n {
+				switch {
+				case len(s.queue) == 1:
 					still++ // still there, a millisecond later
+				case time.Now().After(deadline):
+					t.Fatal("a write was never queued")
 				}
 			}
 		}
 	}
 	go func() { late <- put(t.Context(), "late-0") }()
-	stayQueued(1)
+	stayQueued()
 	// ... until busyBatch are: they commit together, without waiting
 	// for the interval.
 	for i := 1; i < busyBatch; i++ {
 		go func() { late <- put(t.Context(), fmt.Sprintf("late-%d", i)) }()
 	}
 	for range busyBatch {
-		select {
-		case err := <-late:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%d writes queued after a busy commit of %d were not committed", busyBatch, busyBatch)
+		if err := answered(late, fmt.Sprintf("%d writes queued after a busy commit of %d were not committed", busyBatch, busyBatch)); err != nil {
+			t.Fatal(err)
 		}
 	}
-	mu.Lock()
-	if last := batches[len(batches)-1]; last != busyBatch {
-		t.Fatalf("the queued writes committed %d at once, want %d", last, busyBatch)
-	}
-	mu.Unlock()
+	wantLastBatch(busyBatch)
 
 	// Close ends a wait, and the queued write is committed.
 	go func() { late <- put(t.Context(), "last") }()
-	stayQueued(1)
+	stayQueued()
 	closed = true
 	done := make(chan error, 1)
 	go func() { done <- s.Close() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not end the committer's wait")
+	if err := answered(done, "Close did not end the committer's wait"); err != nil {
+		t.Fatal(err)
 	}
-	if err := <-late; err != nil {
+	if err := answered(late, "the write queued before Close was not answered"); err != nil {
 		t.Fatalf("the write queued before Close: %v, want committed", err)
 	}
 }
