@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -61,6 +62,9 @@ type conn struct {
 	peerInitialWindow int32
 	canonCache        map[string]string
 
+	// errored: a ClientError was reported; only the first is logged.
+	errored atomic.Bool
+
 	mu sync.Mutex // guards the fields below
 	// streams are the open ones, counted against MAX_CONCURRENT_STREAMS.
 	streams     map[uint32]*stream
@@ -71,6 +75,8 @@ type conn struct {
 	// the others wait in queued.
 	handlers int
 	queued   []*stream
+	// queuedHeaderBytes are the header bytes of the requests in queued.
+	queuedHeaderBytes int
 	// running counts the handlers started, for teardown to wait for.
 	running         sync.WaitGroup
 	unackedSettings int
@@ -93,9 +99,14 @@ type conn struct {
 	werr                      error
 	sendWindow                int64
 	peerMaxFrame              uint32
-	henc                      *hpack.Encoder
-	hbuf                      bytes.Buffer
-	wdeadline                 time.Time
+	// outControl counts the control frames in out, writingControl those
+	// in the write under way (limits.go).
+	outControl, writingControl int
+	// waitingBytes is what answers hold while they wait for window.
+	waitingBytes int64
+	henc         *hpack.Encoder
+	hbuf         bytes.Buffer
+	wdeadline    time.Time
 }
 
 // newConn serves HTTP/2 on nc, whose TLS state (shared by its requests)
@@ -180,8 +191,13 @@ func (c *conn) serve() {
 		var ce http2.ConnectionError
 		switch {
 		case errors.As(err, &se):
+			if se.Code != http2.ErrCodeStreamClosed {
+				// A frame crossing a stream's end is no attack.
+				c.clientError(kindOf(err), err)
+			}
 			c.streamError(se)
 		case errors.As(err, &ce):
+			c.clientError(kindOf(err), err)
 			c.connError(http2.ErrCode(ce), err)
 			return
 		default:
@@ -252,6 +268,7 @@ func (c *conn) processFrame(f http2.Frame) error {
 		}
 		c.wmu.Lock()
 		c.appendFrame(http2.FramePing, http2.FlagPingAck, 0, f.Data[:]...)
+		c.queuedControl()
 		err := c.flushLocked(false)
 		c.wmu.Unlock()
 		return err
@@ -336,8 +353,14 @@ func (c *conn) processHeaders(f *decodedHeaders) error {
 	if c.handlers >= int(c.maxStreams) {
 		if len(c.queued) >= 4*int(c.maxStreams) {
 			c.mu.Unlock()
-			return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+			return kindError{KindReset, errRapidReset, http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)}
 		}
+		st.headerBytes = f.size
+		if c.queuedHeaderBytes+st.headerBytes > maxQueuedHeaderBytes {
+			c.mu.Unlock()
+			return flood(errQueuedFlood)
+		}
+		c.queuedHeaderBytes += st.headerBytes
 		st.req = req
 		c.queued = append(c.queued, st)
 		start = false
@@ -488,6 +511,7 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		return err
 	}
 	c.appendFrame(http2.FrameSettings, http2.FlagSettingsAck, 0)
+	c.queuedControl()
 	c.wcond.Broadcast()
 	return c.flushLocked(false)
 }
@@ -559,7 +583,9 @@ func (c *conn) handlerDone(st *stream) {
 	for len(c.queued) > 0 && next == nil {
 		next = c.queued[0]
 		c.queued = c.queued[1:]
+		c.queuedHeaderBytes -= next.headerBytes
 		if next.removed {
+			next.req = nil
 			next = nil
 		}
 	}

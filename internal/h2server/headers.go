@@ -42,6 +42,8 @@ type decodedHeaders struct {
 	stream    uint32
 	endStream bool
 	fields    []hpack.HeaderField
+	// size is the fields' size as HTTP/2 counts it.
+	size      int
 	truncated bool
 	priority  http2.PriorityParam
 	prio      bool
@@ -131,7 +133,7 @@ func (h *headerBlockReader) continuation(f *http2.ContinuationFrame, limit uint3
 // the limit (the CONTINUATION flood: a connection error, as the Framer's).
 func (h *headerBlockReader) gather(frag []byte, limit uint32) error {
 	if len(h.pending)+len(frag) > 2*int(limit) {
-		return http2.ConnectionError(http2.ErrCodeProtocol)
+		return kindError{KindFlood, errHeaderFlood, http2.ConnectionError(http2.ErrCodeProtocol)}
 	}
 	h.pending = append(h.pending, frag...)
 	return nil
@@ -159,7 +161,7 @@ func (h *headerBlockReader) decode(stream uint32, endStream bool, prio http2.Pri
 	if err := checkPseudos(h.fields); err != nil {
 		return http2.StreamError{StreamID: stream, Code: http2.ErrCodeProtocol, Cause: err}
 	}
-	*out = decodedHeaders{stream: stream, endStream: endStream, fields: h.fields, truncated: h.truncated, priority: prio, prio: hasPrio}
+	*out = decodedHeaders{stream: stream, endStream: endStream, fields: h.fields, size: int(limit - h.remaining), truncated: h.truncated, priority: prio, prio: hasPrio}
 	return nil
 }
 

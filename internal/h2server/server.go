@@ -15,8 +15,16 @@ import (
 
 // Defaults, as net/http's HTTP/2 server and kube-apiserver have them.
 const (
-	// defaultMaxStreams is kube-apiserver's MAX_CONCURRENT_STREAMS.
-	defaultMaxStreams = 250
+	// defaultMaxStreams is the MAX_CONCURRENT_STREAMS kube-apiserver
+	// advertises unless --http2-max-streams-per-connection says
+	// otherwise (apiserver's secure serving, since golang/go#63417:
+	// client-go's initial limit too). Each stream may hold a handler and
+	// its answer: more streams a connection is more memory a client can
+	// pin.
+	defaultMaxStreams = 100
+	// defaultMaxWaitingBytes bounds what one connection's answers may
+	// hold while they wait for the client's flow-control window.
+	defaultMaxWaitingBytes = 16 << 20
 	// defaultWriteByteTimeout closes a connection whose writes make no
 	// progress for this long: a client that stopped reading.
 	defaultWriteByteTimeout = 60 * time.Second
@@ -31,7 +39,7 @@ const (
 // TLS handshake that chose "h2" (Configure).
 type Server struct {
 	// MaxConcurrentStreams is advertised to clients: the streams a
-	// connection may have open at once; 0 means 250.
+	// connection may have open at once; 0 means 100.
 	MaxConcurrentStreams uint32
 	// MaxHeaderBytes limits a request's header list (names, values and
 	// 32 bytes per field, as HTTP/2 counts it), at most 16 MiB; 0 means
@@ -43,9 +51,19 @@ type Server struct {
 	// WriteByteTimeout closes a connection when a write to it makes no
 	// progress for this long; 0 means 60 s.
 	WriteByteTimeout time.Duration
+	// MaxWaitingBytes bounds the bytes of answers one connection holds
+	// while they wait for the client to open its flow-control window
+	// (each waiting answer counts at least bufSize, for what its handler
+	// holds besides); a stream whose wait would pass it is reset with
+	// ENHANCE_YOUR_CALM. 0 means 16 MiB.
+	MaxWaitingBytes int64
 	// ErrorLog receives what goes wrong on connections (handler panics,
 	// protocol errors of clients); nil means the log package's logger.
 	ErrorLog *log.Logger
+	// OnClientError, when set, is told of each error a client caused
+	// that an attack would cause too (ClientError's kinds), for metrics
+	// and a warning; it must not block.
+	OnClientError func(ClientError)
 
 	// pool runs handlers.
 	pool workers.Pool
@@ -133,6 +151,13 @@ func (s *Server) maxStreams() uint32 {
 		return defaultMaxStreams
 	}
 	return s.MaxConcurrentStreams
+}
+
+func (s *Server) maxWaitingBytes() int64 {
+	if s.MaxWaitingBytes <= 0 {
+		return defaultMaxWaitingBytes
+	}
+	return s.MaxWaitingBytes
 }
 
 func (s *Server) maxHeaderBytes() uint32 {

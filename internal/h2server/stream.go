@@ -20,8 +20,10 @@ type stream struct {
 	id     uint32
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// req is the request of a stream waiting for a handler slot.
-	req *http.Request
+	// req is the request of a stream waiting for a handler slot, and
+	// headerBytes the size of its header fields.
+	req         *http.Request
+	headerBytes int
 	// tooLarge: the header list was cut at MAX_HEADER_LIST_SIZE (431).
 	tooLarge bool
 

@@ -79,22 +79,26 @@ func (c *conn) appendSettings(settings ...http2.Setting) {
 		c.out = binary.BigEndian.AppendUint16(c.out, uint16(s.ID))
 		c.out = binary.BigEndian.AppendUint32(c.out, s.Val)
 	}
+	c.queuedControl()
 }
 
 func (c *conn) appendWindowUpdate(id, incr uint32) {
 	c.appendFrameHeader(4, http2.FrameWindowUpdate, 0, id)
 	c.out = binary.BigEndian.AppendUint32(c.out, incr&0x7fffffff)
+	c.queuedControl()
 }
 
 func (c *conn) appendRST(id uint32, code http2.ErrCode) {
 	c.appendFrameHeader(4, http2.FrameRSTStream, 0, id)
 	c.out = binary.BigEndian.AppendUint32(c.out, uint32(code))
+	c.queuedControl()
 }
 
 func (c *conn) appendGoAway(last uint32, code http2.ErrCode) {
 	c.appendFrameHeader(8, http2.FrameGoAway, 0, 0)
 	c.out = binary.BigEndian.AppendUint32(c.out, last&0x7fffffff)
 	c.out = binary.BigEndian.AppendUint32(c.out, uint32(code))
+	c.queuedControl()
 }
 
 func (c *conn) appendData(id uint32, data []byte, end bool) {
@@ -162,10 +166,7 @@ func (c *conn) writeStream(st *stream, h *headerBlock, end bool, parts ...[]byte
 				if err := c.flushLocked(true); err != nil {
 					return err
 				}
-				for st.werr == nil && c.werr == nil && (st.sendWindow <= 0 || c.sendWindow <= 0) {
-					c.wcond.Wait()
-				}
-				if err := c.streamWriteErr(st); err != nil {
+				if err := c.awaitWindow(st, left); err != nil {
 					return err
 				}
 				continue
@@ -236,9 +237,11 @@ func (c *conn) flushLocked(wait bool) error {
 	for len(c.out) > 0 && c.werr == nil {
 		buf, p := c.out, c.outBuf
 		c.out, c.outBuf = nil, nil
+		c.writingControl, c.outControl = c.outControl, 0
 		c.wmu.Unlock()
 		err := c.write(buf)
 		c.wmu.Lock()
+		c.writingControl = 0
 		c.writtenBytes += int64(len(buf))
 		putBuffer(&outBuffers, p, buf, 2*maxBuffered)
 		if err != nil && c.werr == nil {
@@ -252,6 +255,7 @@ func (c *conn) flushLocked(wait bool) error {
 	if c.out != nil { // c.werr is set: nothing more is written
 		putBuffer(&outBuffers, c.outBuf, c.out, 2*maxBuffered)
 		c.out, c.outBuf = nil, nil
+		c.outControl = 0
 	}
 	return c.werr
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/leasehold/leasehold/internal/h2server"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
@@ -29,6 +30,8 @@ type metrics struct {
 	commitFailure prometheus.Counter   // leasehold_storage_commit_failures_total
 	// etcd engine: kube-apiserver's etcd_request_duration_seconds.
 	etcdRequests *prometheus.HistogramVec
+	// HTTP/2 clients' errors that attacks cause, by kind.
+	clientErrors *prometheus.CounterVec // leasehold_http2_client_errors_total
 	// keyResources finds the resource of a storage key.
 	keyResources []keyResource
 }
@@ -64,8 +67,15 @@ func newMetrics() *metrics {
 			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
 				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
 		}, []string{"operation", "group", "resource"}),
+		clientErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leasehold_http2_client_errors_total",
+			Help: "Errors of HTTP/2 clients that attacks cause, by kind: flood (queues past their bounds), reset (rapid reset), stall (no flow-control window for the write timeout), protocol (HTTP/2's rules broken).",
+		}, []string{"kind"}),
 	}
-	m.registry.MustRegister(
+	for _, kind := range []string{h2server.KindFlood, h2server.KindReset, h2server.KindStall, h2server.KindProtocol} {
+		m.clientErrors.WithLabelValues(kind)
+	}
+	m.registry.MustRegister(m.clientErrors,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

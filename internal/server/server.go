@@ -319,7 +319,12 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
-	h2server.Configure(s.http, &h2server.Server{})
+	h2server.Configure(s.http, &h2server.Server{OnClientError: func(e h2server.ClientError) {
+		m.clientErrors.WithLabelValues(e.Kind).Inc()
+		if e.First {
+			s.log.Warn("an HTTP/2 client's error, as an attack's", "kind", e.Kind, "client", e.Remote, "err", e.Err)
+		}
+	}})
 	ok = true
 	return s, nil
 }

@@ -1,0 +1,174 @@
+package h2server
+
+import (
+	"errors"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// What a client can make a connection hold, and what happens past it.
+// Each bound is one a well-behaved client never meets; a client that
+// meets one is told (GOAWAY or RST_STREAM with ENHANCE_YOUR_CALM) and
+// counted (Server.OnClientError).
+//
+//   - Control frames the server queues in answer to the client (SETTINGS
+//     and PING ACKs, RST_STREAM, WINDOW_UPDATE, GOAWAY) while they cannot
+//     be written, because a handler's write to the connection is stalled
+//     and the client does not read: at most maxQueuedControlFrames, as
+//     net/http's HTTP/2 server (x/net/http2's maxQueuedControlFrames).
+//     Past it the connection is closed at once: a GOAWAY could not be
+//     written either.
+//   - Answers waiting for the client's flow-control window: at most
+//     Server.MaxWaitingBytes a connection (16 MiB), each counting at
+//     least bufSize; a stream whose wait would pass it is reset. A wait
+//     longer than WriteByteTimeout without window resets the stream too:
+//     its client stopped reading it.
+//   - Requests waiting for a handler slot (their streams reset by the
+//     client while their handlers ran): at most 4 × MaxConcurrentStreams,
+//     holding at most maxQueuedHeaderBytes of header fields, else GOAWAY
+//     ENHANCE_YOUR_CALM (the "rapid reset" attack).
+//   - A header block: MAX_HEADER_LIST_SIZE decoded (431 past it), twice
+//     that while its CONTINUATION frames arrive (else GOAWAY).
+//   - Request bodies: the receive windows, 1 MiB a connection.
+//
+// So what one connection pins is about MaxWaitingBytes, plus its running
+// handlers' own memory, plus maxQueuedHeaderBytes, plus a header block
+// and a MiB of bodies: ~36 MiB at the defaults.
+const (
+	maxQueuedControlFrames = 10000
+	// maxQueuedHeaderBytes bounds the header fields of requests waiting
+	// for a handler slot.
+	maxQueuedHeaderBytes = 16 << 20
+)
+
+// The kinds of ClientError.
+const (
+	// KindFlood: the client made the server queue more than it allows
+	// (control frames it does not read, answers waiting for window,
+	// header blocks or queued requests past their bounds).
+	KindFlood = "flood"
+	// KindReset: the client reset streams faster than their handlers
+	// end ("rapid reset").
+	KindReset = "reset"
+	// KindStall: a stream's answer waited for window longer than
+	// WriteByteTimeout.
+	KindStall = "stall"
+	// KindProtocol: the client broke HTTP/2's rules (a connection or
+	// stream error).
+	KindProtocol = "protocol"
+)
+
+// ClientError is an error a client caused that an attack would cause
+// too.
+type ClientError struct {
+	// Kind is one of the Kind constants.
+	Kind string
+	// Remote is the client's address.
+	Remote string
+	Err    error
+	// First: the first of its connection, the one to log.
+	First bool
+}
+
+var (
+	errControlFlood = errors.New("h2server: too many control frames queued: the client does not read them")
+	errWaitingFlood = errors.New("h2server: too many bytes of answers wait for the client's flow-control window")
+	errQueuedFlood  = errors.New("h2server: too many header bytes of requests wait for a handler")
+	errStalled      = errors.New("h2server: the client gave no flow-control window for the write timeout")
+	errHeaderFlood  = errors.New("h2server: a header block's CONTINUATION frames go far past the header list's limit")
+	errRapidReset   = errors.New("h2server: too many requests wait for a handler: the client resets streams as fast as it opens them")
+)
+
+// kindError is a client's error (err: the http2.ConnectionError or
+// StreamError to answer with) of another kind than KindProtocol, and
+// what it did (cause).
+type kindError struct {
+	kind  string
+	cause error
+	err   error
+}
+
+func (e kindError) Error() string { return e.cause.Error() }
+func (e kindError) Unwrap() error { return e.err }
+
+// kindOf is the kind of a client's error.
+func kindOf(err error) string {
+	var ke kindError
+	if errors.As(err, &ke) {
+		return ke.kind
+	}
+	return KindProtocol
+}
+
+// flood is the connection error of a client past a bound.
+func flood(cause error) error {
+	return kindError{KindFlood, cause, http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)}
+}
+
+// clientError counts err, of kind, and tells OnClientError of it.
+func (c *conn) clientError(kind string, err error) {
+	first := c.errored.CompareAndSwap(false, true)
+	if first {
+		c.srv.logf("http2: %s: %s: %v", c.remoteAddr, kind, err)
+	}
+	if f := c.srv.OnClientError; f != nil {
+		f(ClientError{Kind: kind, Remote: c.remoteAddr, Err: err, First: first})
+	}
+}
+
+// queuedControl notes a control frame queued, c.wmu held. Past
+// maxQueuedControlFrames unwritten the client is not reading what it
+// makes us send: the connection is closed, which ends the stalled write
+// and, with its next read, the serve goroutine.
+func (c *conn) queuedControl() {
+	c.outControl++
+	if c.outControl+c.writingControl <= maxQueuedControlFrames || c.werr != nil {
+		return
+	}
+	c.werr = errControlFlood
+	_ = c.nc.Close()
+	c.wcond.Broadcast()
+	c.clientError(KindFlood, errControlFlood)
+}
+
+// awaitWindow waits, c.wmu held, until st may send again, or why it
+// cannot. What the answer holds meanwhile, left bytes (at least bufSize),
+// counts against the connection's MaxWaitingBytes: a stream whose wait
+// would pass it is reset at once, and so is one whose client opens no
+// window for WriteByteTimeout.
+func (c *conn) awaitWindow(st *stream, left int) error {
+	held := int64(max(left, bufSize))
+	if c.waitingBytes+held > c.srv.maxWaitingBytes() {
+		c.wmu.Unlock()
+		c.resetStream(st, http2.ErrCodeEnhanceYourCalm, errWaitingFlood, true)
+		c.clientError(KindFlood, errWaitingFlood)
+		c.wmu.Lock()
+		return errWaitingFlood
+	}
+	c.waitingBytes += held
+	defer func() { c.waitingBytes -= held }()
+	closed := func() bool { return st.sendWindow <= 0 || c.sendWindow <= 0 }
+	stalled := false
+	timer := time.AfterFunc(c.srv.writeByteTimeout(), func() {
+		c.wmu.Lock()
+		stalled = true
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+	})
+	defer timer.Stop()
+	for st.werr == nil && c.werr == nil && closed() && !stalled {
+		c.wcond.Wait()
+	}
+	if err := c.streamWriteErr(st); err != nil {
+		return err
+	}
+	if closed() {
+		c.wmu.Unlock()
+		c.resetStream(st, http2.ErrCodeCancel, errStalled, true)
+		c.clientError(KindStall, errStalled)
+		c.wmu.Lock()
+		return errStalled
+	}
+	return nil
+}
