@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/gcpace"
 	"github.com/leasehold/leasehold/internal/httpserver"
 	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/transport"
 )
 
 const usage = `leasehold: a Kubernetes API server for Leases and Endpoints.
@@ -134,6 +135,8 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.IntVar(&s.minRequestTimeout, "min-request-timeout", 1800,
 		"seconds: the shortest life of a watch without timeoutSeconds; each ends cleanly after a random time between this and twice this, as kube-apiserver's flag")
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.HTTP2Server, "http2-server", transport.HTTP2Leasehold,
+		"the HTTP/2 server: leasehold (its own, cheaper for small requests) or go (net/http's, kube-apiserver's): the way back the day an attack on leasehold's is published")
 	s.etcdServers = storageFlags(fs, cfg)
 	securityFlags(fs, cfg)
 	return s
@@ -159,6 +162,9 @@ func parseServe(args []string, stderr io.Writer) (server.Config, slog.Level, err
 		return s.cfg, level, errors.New("--min-request-timeout must be positive")
 	}
 	s.cfg.MinRequestTimeout = time.Duration(s.minRequestTimeout) * time.Second
+	if h := s.cfg.HTTP2Server; h != transport.HTTP2Leasehold && h != transport.HTTP2Go {
+		return s.cfg, level, fmt.Errorf("--http2-server %q: want %s or %s", h, transport.HTTP2Leasehold, transport.HTTP2Go)
+	}
 	if s.cfg.EventTTL < 0 {
 		return s.cfg, level, errors.New("--event-ttl must not be negative")
 	}

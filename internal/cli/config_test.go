@@ -56,6 +56,7 @@ var everyKey = map[string]string{
 	"max-mutating-requests-inflight": "20",
 	"max-watches-per-user":           "7",
 	"min-request-timeout":            "60",
+	"http2-server":                   "go",
 }
 
 // embeddedKeys are the keys of the embedded engine only, which --storage

@@ -224,30 +224,6 @@ func (rw *writerState) SetWriteDeadline(t time.Time) error {
 // EnableFullDuplex: HTTP/2 is.
 func (rw *writerState) EnableFullDuplex() error { return nil }
 
-// FinishResponse completes the response before the handler returns;
-// what the handler writes after it is refused. (httpserver's request
-// timeout answers 504 with it while a handler still runs.)
-func (rw *writerState) FinishResponse() error {
-	rw.finish()
-	return rw.err
-}
-
-// ReplaceHeader makes h the response's header map, unless the header
-// was written already. The map it had is left to whoever holds it:
-// httpserver's request timeout answers with a header of its own while
-// the handler may still be changing the one it was given.
-func (rw *writerState) ReplaceHeader(h http.Header) {
-	if !rw.wroteHeader() {
-		rw.header = h
-	}
-}
-
-// CancelRequest ends the request's context with cause, as a reset of
-// the stream would, while the handler runs on. httpserver's request
-// timeout ends it so at the deadline: a context of its own, with a
-// timer, would cost every request more.
-func (rw *writerState) CancelRequest(cause error) { rw.st.cancel(cause) }
-
 // finish completes the response once the handler returned.
 func (rw *writerState) finish() {
 	if rw.done {

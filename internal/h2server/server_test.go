@@ -827,45 +827,6 @@ func TestResetQueuedStream(t *testing.T) {
 	}
 }
 
-// TestNoResetAfterEnd: a write deadline that passes once the response
-// is complete and the stream closed, its handler still running (as after
-// httpserver's 504), sends nothing: no frame may follow a closed stream.
-func TestNoResetAfterEnd(t *testing.T) {
-	returned := make(chan struct{})
-	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer close(returned)
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-		_, _ = io.WriteString(w, "done")
-		if err := w.(interface{ FinishResponse() error }).FinishResponse(); err != nil {
-			t.Error(err)
-		}
-		time.Sleep(300 * time.Millisecond) // past the deadline
-	}), nil)
-	rc := dialRaw(t, ts, 1<<30)
-	rc.waitSettingsAck()
-	rc.headers(1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
-	<-returned
-	if err := rc.fr.WritePing(false, [8]byte{1}); err != nil {
-		t.Fatal(err)
-	}
-	ended := false
-	for {
-		switch f := rc.next().(type) {
-		case *http2.DataFrame:
-			ended = ended || f.StreamEnded()
-		case *http2.RSTStreamFrame:
-			t.Errorf("RST_STREAM %v on stream %d after it ended", f.ErrCode, f.StreamID)
-		case *http2.PingFrame:
-			if f.IsAck() {
-				if !ended {
-					t.Error("the response did not end")
-				}
-				return
-			}
-		}
-	}
-}
-
 // TestBadFirstSettings: a first SETTINGS frame with a value out of range
 // is a connection error the client hears of, with its code, in a GOAWAY
 // (as from net/http's server), not a bare close.

@@ -2,29 +2,45 @@ package httpserver
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/leasehold/leasehold/internal/audit"
 )
 
-// serveChain serves every request but /version, the health endpoints and
-// the UI's static files through kube-apiserver's filters, in its order
-// (apiserver/pkg/server/config.go DefaultBuildHandlerChain): the request
-// deadline and timeout (not for watches and profiles), authentication
-// (401), impersonation (400, 403), the in-flight limits (429),
-// authorization (403), then the API.
+// serveChain serves every request through kube-apiserver's filters, in
+// its order (apiserver/pkg/server/config.go DefaultBuildHandlerChain): the
+// request deadline and its timeout parameter (not for watches and
+// profiles: deadline.go), then /version, the health endpoints and the
+// UI's static files, which need no credentials, and for the rest
+// authentication (401), impersonation (400, 403), the in-flight limits
+// (429), authorization (403), then the API.
 func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, r *request) {
 	if longRunning(r.attrs) {
 		defer s.recoverLongRunning(req)
 		s.serveAuthenticated(w, req, r)
 		return
 	}
-	s.withTimeout(w, req, r, func(w http.ResponseWriter, req *http.Request) {
+	s.withDeadline(w, req, r, s.servePublic)
+}
+
+// servePublic serves what needs no credentials, and passes the rest on.
+func (s *Server) servePublic(w http.ResponseWriter, req *http.Request, r *request) {
+	path := req.URL.Path
+	switch {
+	case path == "/version" || strings.HasPrefix(path, "/version/"):
+		s.serveVersion(w, req)
+	case isHealthPath(path):
+		s.serveHealth(w, req)
+	case s.cfg.UI != nil && (path == "/ui" || strings.HasPrefix(path, "/ui/")):
+		// Static files, before authentication: the page asks for a
+		// token and sends it with its own API requests.
+		s.cfg.UI.ServeHTTP(w, req)
+	default:
 		s.serveAuthenticated(w, req, r)
-	})
+	}
 }
 
 func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, shared *request) {
-	// withTimeout still reads the request it shares with this handler.
 	r := *shared
 	if s.authn != nil {
 		u, ok, err := s.authn.Authenticate(req)
@@ -85,6 +101,9 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 	}
 	// What was authorized, for the checks that authorize more (RBAC
 	// escalation's escalate and bind verbs), and the deadline.
+	if r.ctx != nil {
+		ctx = r.ctx
+	}
 	req = req.WithContext(newRequestContext(ctx, &r))
 	if s.metrics != nil && longRunning(r.attrs) {
 		defer s.metrics.longRunningStarted(s.labels(req, &r))()

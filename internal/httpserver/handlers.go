@@ -1,11 +1,13 @@
 package httpserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -250,6 +252,11 @@ func (s *Server) readBodyInto(buf []byte, req *http.Request) ([]byte, error) {
 	lr := &io.LimitedReader{R: req.Body, N: limit + 1}
 	data, err := readAll(buf, lr, req.ContentLength, limit)
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) || req.Context().Err() != nil {
+			// The body's reads end at the request's deadline (deadline.go):
+			// a client too slow to send it meets the request's 504.
+			return nil, context.DeadlineExceeded
+		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
 	if lr.N <= 0 {

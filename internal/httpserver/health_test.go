@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,26 @@ func TestHealth(t *testing.T) {
 		w := p.do("GET", target, "", nil)
 		if w.Code != 404 || !strings.Contains(w.Body.String(), `"reason":"NotFound"`) {
 			t.Errorf("%s: %d %s, want a NotFound Status", target, w.Code, w.Body)
+		}
+	}
+}
+
+// TestPublicPathsTimeout: /version and the health endpoints go through
+// the request filters too: a timeout that does not parse is kube-apiserver's
+// 400, and a good one is served.
+func TestPublicPathsTimeout(t *testing.T) {
+	s := newBareServer(t)
+	for _, path := range []string{"/version", "/healthz", "/livez", "/readyz", "/readyz/storage"} {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", path+"?timeout=invalid", nil))
+		st := statusOf(t, w)
+		if w.Code != http.StatusBadRequest || !strings.HasPrefix(st.Message, "invalid timeout specified in the request URL - ") {
+			t.Errorf("%s?timeout=invalid: %d %+v", path, w.Code, st)
+		}
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", path+"?timeout=5s", nil))
+		if w.Code != http.StatusOK && !(path == "/readyz/storage" && w.Code == http.StatusNotFound) {
+			t.Errorf("%s?timeout=5s: %d %s", path, w.Code, w.Body)
 		}
 	}
 }

@@ -104,7 +104,6 @@ func newInProcessWith(tb testing.TB, mutateRegistry func(*registry.Config), muta
 	tb.Cleanup(func() {
 		cancel()
 		<-done
-		p.srv.Wait()
 		store.Close()
 	})
 	<-reg.Ready()

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-	"testing/synctest"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -118,8 +117,7 @@ func newBareServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	s := New(Config{Codecs: codecs, Logger: newTestLogger(logs)})
-	t.Cleanup(s.Wait)
-	t.Cleanup(s.Shutdown) // first: idle workers end
+	t.Cleanup(s.Shutdown)
 	return s
 }
 
@@ -136,155 +134,6 @@ func statusOf(t *testing.T, w *httptest.ResponseRecorder) metav1.Status {
 // withAttrs is req as authorization sees it with attributes a.
 func withAttrs(req *http.Request, a auth.Attributes) *request {
 	return &request{attrs: a, method: req.Method, query: req.URL.Query(), routable: true}
-}
-
-func TestWithTimeout(t *testing.T) {
-	get := auth.Attributes{Verb: "get", ResourceRequest: true, Resource: "leases", Namespace: "a", Name: "x"}
-	create := auth.Attributes{Verb: "create", ResourceRequest: true, Resource: "leases", Namespace: "a"}
-
-	t.Run("a handler past its deadline gets a 504", func(t *testing.T) {
-		for _, tc := range []struct {
-			attrs   auth.Attributes
-			message string
-		}{
-			{get, "Timeout: request did not complete within the allotted timeout"},
-			{create, "Timeout: request did not complete within requested timeout - context deadline exceeded"},
-		} {
-			s := newBareServer(t)
-			release, handled := make(chan struct{}), make(chan error, 1)
-			w := httptest.NewRecorder()
-			req := httptest.NewRequest("GET", "/apis/x?timeout=1ms", nil)
-			s.withTimeout(w, req, withAttrs(req, tc.attrs), func(w http.ResponseWriter, r *http.Request) {
-				<-r.Context().Done()
-				<-release
-				w.Header().Set("X-Late", "1")
-				_, err := w.Write([]byte("late"))
-				handled <- err
-			})
-			if w.Code != http.StatusGatewayTimeout {
-				t.Fatalf("%d %s", w.Code, w.Body)
-			}
-			if st := statusOf(t, w); st.Reason != metav1.StatusReasonTimeout || st.Message != tc.message {
-				t.Errorf("status %+v", st)
-			}
-			close(release)
-			if err := <-handled; !errors.Is(err, http.ErrHandlerTimeout) {
-				t.Errorf("late write: %v", err)
-			}
-			s.Wait()
-			if w.Header().Get("X-Late") != "" || strings.Contains(w.Body.String(), "late") {
-				t.Error("the late handler's answer reached the client")
-			}
-		}
-	})
-
-	// In a synctest bubble the deadline passes only once the handler
-	// blocks, after it has begun its answer.
-	t.Run("an answer begun may finish", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			s := newBareServer(t)
-			w := httptest.NewRecorder()
-			req := httptest.NewRequest("GET", "/apis/x?timeout=1s", nil)
-			s.withTimeout(w, req, withAttrs(req, get), func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(http.StatusOK)
-				<-r.Context().Done()
-				_, _ = w.Write([]byte("done"))
-			})
-			if w.Code != http.StatusOK || w.Body.String() != "done" {
-				t.Fatalf("%d %q", w.Code, w.Body)
-			}
-		})
-	})
-
-	t.Run("an answer begun and not finished breaks the connection", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			s := newBareServer(t)
-			release := make(chan struct{})
-			w := httptest.NewRecorder()
-			req := httptest.NewRequest("GET", "/apis/x?timeout=1s", nil)
-			p := func() (p any) {
-				defer func() { p = recover() }()
-				s.withTimeout(w, req, withAttrs(req, get), func(w http.ResponseWriter, r *http.Request) {
-					w.WriteHeader(http.StatusOK)
-					<-release
-				})
-				return nil
-			}()
-			close(release)
-			if p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
-				t.Fatalf("panic %v, want http.ErrAbortHandler", p)
-			}
-		})
-	})
-
-	t.Run("a panic is a 500", func(t *testing.T) {
-		s := newBareServer(t)
-		w := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", "/apis/x", nil)
-		s.withTimeout(w, req, withAttrs(req, get), func(http.ResponseWriter, *http.Request) {
-			panic("boom")
-		})
-		if w.Code != http.StatusInternalServerError {
-			t.Fatalf("%d %s", w.Code, w.Body)
-		}
-		if st := statusOf(t, w); st.Reason != metav1.StatusReasonInternalError {
-			t.Errorf("status %+v", st)
-		}
-	})
-
-	t.Run("a bad timeout is a 400", func(t *testing.T) {
-		s := newBareServer(t)
-		w := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", "/apis/x?timeout=soon", nil)
-		s.withTimeout(w, req, withAttrs(req, get), func(http.ResponseWriter, *http.Request) {
-			t.Error("handler ran")
-		})
-		st := statusOf(t, w)
-		if w.Code != http.StatusBadRequest || !strings.HasPrefix(st.Message, "invalid timeout specified in the request URL - ") {
-			t.Errorf("%d %+v", w.Code, st)
-		}
-	})
-
-	t.Run("deadlines", func(t *testing.T) {
-		s := newBareServer(t)
-		for _, tc := range []struct {
-			query string
-			attrs auth.Attributes
-			want  string
-		}{
-			{"", get, "1m0s"},
-			{"", create, "34s"},
-			{"timeout=5s", get, "5s"},
-			{"timeout=5s", create, "5s"},
-			{"timeout=2m", get, "1m0s"},
-			{"timeout=0s", create, "34s"},
-			{"", auth.Attributes{Verb: "post", Path: "/x"}, "1m0s"},
-		} {
-			d, err := s.requestTimeout(withAttrs(httptest.NewRequest("GET", "/x?"+tc.query, nil), tc.attrs))
-			if err != nil || d.String() != tc.want {
-				t.Errorf("%q %s: %v %v, want %s", tc.query, tc.attrs.Verb, d, err, tc.want)
-			}
-		}
-	})
-
-	// Its headers are shared: what changes them copies them first
-	// (auth.Authenticator, tested there).
-	t.Run("the handler gets its own request", func(t *testing.T) {
-		s := newBareServer(t)
-		req := httptest.NewRequest("GET", "/apis/x", nil)
-		s.withTimeout(httptest.NewRecorder(), req, withAttrs(req, get), func(_ http.ResponseWriter, r *http.Request) {
-			if r == req {
-				t.Error("the handler got the server's request")
-			}
-			if _, ok := r.Context().Deadline(); !ok {
-				t.Error("no deadline")
-			}
-			*r = http.Request{}
-		})
-		if req.URL == nil || req.Method != "GET" {
-			t.Error("the handler changed the server's request")
-		}
-	})
 }
 
 func TestTooManyRequestsAnswer(t *testing.T) {

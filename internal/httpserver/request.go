@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -31,12 +32,15 @@ type request struct {
 	// it; every answer carries it) as the values of the answer's header:
 	// in the request's allocation rather than one of its own.
 	auditID [1]string
-	// deadline is the request's, when its context does not carry it
-	// (timeoutInline ends the stream's context at it).
-	deadline time.Time
-	attrs    auth.Attributes
-	method   string
-	query    url.Values
+	// ctx is the request's context with its deadline (withDeadline); nil
+	// for a long-running request.
+	ctx context.Context
+	// answer records the status of the answer: every request's writer
+	// is wrapped in it (ServeHTTP), in the request's allocation.
+	answer statusWriter
+	attrs  auth.Attributes
+	method string
+	query  url.Values
 	// watchPath is set for the deprecated /watch/ paths.
 	watchPath bool
 	// scoped is set when the path goes on below namespaces/{ns}/.

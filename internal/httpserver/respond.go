@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
@@ -66,7 +67,10 @@ func (s *Server) errorStatus(req *http.Request, err error) *metav1.Status {
 		return &metav1.Status{Status: metav1.StatusFailure, Code: 499, Message: "client closed request"}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		st := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0).Status()
+		// The request's deadline passed (deadline.go), in the words of
+		// the filter or handler of kube-apiserver that would have seen it.
+		a, _ := auth.RequestFrom(req.Context())
+		st := timeoutError(a).ErrStatus
 		return &st
 	}
 	s.log.Error("internal error", "method", req.Method, "path", req.URL.Path, "err", err)

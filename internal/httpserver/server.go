@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,7 +18,6 @@ import (
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
-	"github.com/leasehold/leasehold/internal/workers"
 )
 
 // Authenticator identifies the client of a request. ok is false when the
@@ -105,11 +103,6 @@ type Server struct {
 	// shutdown ends running watches cleanly when the server stops.
 	shutdown context.Context
 	stop     context.CancelFunc
-	// handlers counts the handler goroutines of withTimeout, which may
-	// outlive their request; Wait waits for them.
-	handlers sync.WaitGroup
-	// workers run them.
-	workers *workers.Pool
 }
 
 // New returns a Server.
@@ -146,7 +139,6 @@ func New(cfg Config) *Server {
 		cfg:          cfg,
 		shutdown:     shutdown,
 		stop:         stop,
-		workers:      workers.New(shutdown.Done()),
 	}
 	if cfg.Metrics != nil {
 		s.metrics = newRequestMetrics(cfg.Metrics)
@@ -189,25 +181,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			s.log.Debug("request", "method", req.Method, "uri", req.URL.RequestURI(), "duration", time.Since(start), "audit-id", auditID)
 		}()
 	}
+	r.answer.ResponseWriter = w
+	w = &r.answer
 	if s.metrics != nil {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		w = sw
-		defer func() { s.metrics.record(s.labels(req, r), sw.code, time.Since(start)) }()
-	}
-	path := req.URL.Path
-	switch {
-	case path == "/version" || strings.HasPrefix(path, "/version/"):
-		s.serveVersion(w, req)
-		return
-	case isHealthPath(path):
-		s.serveHealth(w, req)
-		return
-	case s.cfg.UI != nil && (path == "/ui" || strings.HasPrefix(path, "/ui/")):
-		// Static files, before authentication: the page asks for a
-		// token and sends it with its own API requests.
-		s.cfg.UI.ServeHTTP(w, req)
-		return
+		defer func() { s.metrics.record(s.labels(req, r), r.answer.code, time.Since(start)) }()
 	}
 	s.serveChain(w, req, r)
 }
@@ -250,7 +228,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, r *request) 
 	if err := routeError(res, r); err != nil {
 		return err
 	}
-	// The request's deadline is already set: withTimeout (serveChain).
+	// The request's deadline is already set: withDeadline (serveChain).
 	switch r.attrs.Verb {
 	case "get":
 		return s.get(w, req, res, r)

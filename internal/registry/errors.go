@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,13 @@ const optimisticLockMessage = "the object has been modified; please apply your c
 
 // storageError turns a storage failure into an API error; verb names the
 // operation in ServerTimeout answers.
+// Status codes of the errors the registry makes itself (metav1.Status's
+// Code: the registry knows no HTTP, only what kube-apiserver answers).
+const (
+	codeUnprocessable = 422
+	codeInternalError = 500
+)
+
 func storageError(err error, res resources.Resource, name, verb string) error {
 	var se *apierrors.StatusError
 	var noSpace *storage.NoSpaceError
@@ -38,7 +44,7 @@ func storageError(err error, res resources.Resource, name, verb string) error {
 		// does not help until an operator acts.
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status:  metav1.StatusFailure,
-			Code:    http.StatusInternalServerError,
+			Code:    codeInternalError,
 			Reason:  metav1.StatusReasonUnknown,
 			Message: noSpace.Message,
 		}}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,7 +125,7 @@ func patchApplicationError(patchType types.PatchType, err error) error {
 	if patchType == types.ApplyYAMLPatchType {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	return apierrors.NewGenericServerResponse(codeUnprocessable, "", schema.GroupResource{}, "", err.Error(), 0, false)
 }
 
 // checkPatchSyntax rejects a body that is not JSON (or, for apply, YAML)
@@ -192,7 +191,7 @@ func (r *Registry) jsonPatch(res resources.Resource, current resources.Object, p
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
 		}
 		if patchedJSON, err = applyJSONPatch(ops, currentJSON); err != nil {
-			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+			return nil, nil, apierrors.NewGenericServerResponse(codeUnprocessable, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
 		if strict {
@@ -284,7 +283,7 @@ func strategicPatchError(err error) error {
 		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
 		return apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
-		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		return apierrors.NewGenericServerResponse(codeUnprocessable, "", schema.GroupResource{}, "", err.Error(), 0, false)
 	}
 	return err
 }

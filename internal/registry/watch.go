@@ -64,8 +64,6 @@ type Watch struct {
 	deadline time.Time
 	interval time.Duration
 	bookmark *time.Timer
-	idle     *time.Timer
-	idleFor  time.Duration
 
 	batch  []watchcache.Event
 	out    []Event
@@ -164,29 +162,18 @@ func (r *Registry) startWatch(ctx context.Context, w *Watch, opts *metainternalv
 	return nil
 }
 
-// SetIdle makes Next return without events when d passes with nothing to
-// send, so that its caller may tend to its connection (an HTTP write
-// deadline) while the watch is quiet.
-func (w *Watch) SetIdle(d time.Duration) {
-	w.idleFor = d
-	w.idle = time.NewTimer(d)
-}
-
 // Stop releases the watch's timers.
 func (w *Watch) Stop() {
 	w.end.Stop()
 	if w.bookmark != nil {
 		w.bookmark.Stop()
 	}
-	if w.idle != nil {
-		w.idle.Stop()
-	}
 }
 
 // Next waits for what the watch sends next and returns it: a page of
 // initial events, a batch of changes, or a bookmark. The slice is reused
-// by the next call. It returns no events when the idle time passes,
-// io.EOF when the watch reaches its timeout, ErrFellBehind when the
+// by the next call. It returns io.EOF when the watch reaches its
+// timeout, ErrFellBehind when the
 // watch fell behind the event window, and ctx's error when ctx ends.
 func (w *Watch) Next(ctx context.Context) ([]Event, error) {
 	w.out = w.out[:0]
@@ -207,12 +194,9 @@ func (w *Watch) Next(ctx context.Context) ([]Event, error) {
 			return w.out, nil
 		}
 	}
-	var bookmarkC, idleC <-chan time.Time
+	var bookmarkC <-chan time.Time
 	if w.bookmark != nil {
 		bookmarkC = w.bookmark.C
-	}
-	if w.idle != nil {
-		idleC = w.idle.C
 	}
 	for {
 		events, rev, wake, err := w.cursor.Read(w.batch[:0])
@@ -236,9 +220,6 @@ func (w *Watch) Next(ctx context.Context) ([]Event, error) {
 		case <-bookmarkC:
 			w.bookmark.Reset(w.nextBookmark())
 			w.out = append(w.out, Event{Type: watch.Bookmark, Rev: w.caughtUp})
-			return w.out, nil
-		case <-idleC:
-			w.idle.Reset(w.idleFor)
 			return w.out, nil
 		case <-w.end.C:
 			return nil, io.EOF

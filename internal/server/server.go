@@ -44,6 +44,7 @@ import (
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/transport"
 	"github.com/leasehold/leasehold/internal/webui"
 )
 
@@ -155,6 +156,9 @@ type Config struct {
 	// timeoutSeconds: each lasts a random time between it and twice it
 	// (kube-apiserver's --min-request-timeout); 0 means 1800 s.
 	MinRequestTimeout time.Duration
+	// HTTP2Server chooses the HTTP/2 server: transport.HTTP2Leasehold
+	// ("" too) or transport.HTTP2Go.
+	HTTP2Server string
 	// WatchWriteTimeout bounds each write of a watch stream, so that a
 	// client that stops reading is disconnected; 0 means 60 s. Tests
 	// shorten it.
@@ -311,20 +315,22 @@ func New(cfg Config) (*Server, error) {
 		Metrics:                     m.registry,
 		UI:                          webui.Handler(),
 	})
-	s.http = &http.Server{
-		Handler:           s.api,
-		TLSConfig:         serving,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	s.http, err = transport.New(transport.Config{
+		Handler:   s.api,
+		TLSConfig: serving,
+		HTTP2:     cfg.HTTP2Server,
+		ErrorLog:  slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+		OnClientError: func(e h2server.ClientError) {
+			m.clientErrors.WithLabelValues(e.Kind).Inc()
+			if e.First {
+				s.log.Warn("an HTTP/2 client's error, as an attack's", "kind", e.Kind, "client", e.Remote, "err", e.Err)
+			}
+		},
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
 	}
-	h2server.Configure(s.http, &h2server.Server{OnClientError: func(e h2server.ClientError) {
-		m.clientErrors.WithLabelValues(e.Kind).Inc()
-		if e.First {
-			s.log.Warn("an HTTP/2 client's error, as an attack's", "kind", e.Kind, "client", e.Remote, "err", e.Err)
-		}
-	}})
 	ok = true
 	return s, nil
 }
@@ -533,7 +539,11 @@ func (s *Server) Run(ctx context.Context) error {
 		err = failure
 	}
 	<-serveErr
-	s.waitHandlers(sctx)
+	if sctx.Err() != nil {
+		// Shutdown waits for handlers; past its timeout they may run on
+		// while the store closes.
+		s.log.Warn("shutting down with requests still running")
+	}
 	cancelBG()
 	if werr := g.Wait(); werr != nil && err == nil {
 		err = werr
@@ -650,29 +660,6 @@ func setKubeconfigCA(path string, caPEM []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// waitHandlers waits, until ctx ends, for handlers that outlived their
-// request's deadline, so that the store closes after them. When ctx has
-// already ended (the HTTP server did not shut down in time), requests may
-// still be starting handlers, and nothing is waited for.
-func (s *Server) waitHandlers(ctx context.Context) {
-	if ctx.Err() != nil {
-		s.log.Warn("shutting down with requests still running")
-		return
-	}
-	// The goroutine ends with the last handler, or with the process if
-	// ctx ends first.
-	done := make(chan struct{})
-	go func() {
-		s.api.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.log.Warn("shutting down with requests still running past their deadline")
-	}
 }
 
 // ensureSystemObjects writes what every server has before it is ready:

@@ -2,6 +2,9 @@
 // on a loopback port chosen by the kernel, with a temporary data directory,
 // stopped when the test ends. Only tests import it.
 //
+// Servers serve HTTP/2 with leasehold's own server unless
+// $LEASEHOLD_TEST_HTTP2 is "go" (net/http's).
+//
 // Servers use the embedded storage engine unless $LEASEHOLD_TEST_STORAGE is
 // "etcd": then every server of the test binary keeps its data in one shared
 // single-member etcd (internal/etcdtest.Shared), each under a key prefix of
@@ -45,6 +48,11 @@ type Option func(*server.Config)
 // StorageEnv names the environment variable that selects the storage
 // engine of the servers Start starts: "etcd", or "embedded" (the default).
 const StorageEnv = "LEASEHOLD_TEST_STORAGE"
+
+// HTTP2Env names the environment variable that selects the HTTP/2 server
+// of the servers Start starts: "go" (net/http's), or "leasehold" (the
+// default). CI runs test/integration with each.
+const HTTP2Env = "LEASEHOLD_TEST_HTTP2"
 
 // Etcd stores the server's data in the etcd cluster at endpoints, under
 // prefix, without compaction.
@@ -96,6 +104,7 @@ func StartIn(t testing.TB, dataDir string, opts ...Option) *Server {
 		CoordinatedLeaderElection: true,
 		Logger:                    Logger(),
 		ShutdownTimeout:           10 * time.Second,
+		HTTP2Server:               os.Getenv(HTTP2Env),
 	}
 	for _, o := range append(storageFromEnv(t, dataDir), opts...) {
 		o(&cfg)
