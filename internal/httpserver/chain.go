@@ -42,6 +42,12 @@ func (s *Server) servePublic(w http.ResponseWriter, req *http.Request, r *reques
 
 func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, shared *request) {
 	r := *shared
+	// The request's context: with its deadline (withDeadline), the audit
+	// record, then what was authorized.
+	base := req.Context()
+	if r.ctx != nil {
+		base = r.ctx
+	}
 	if s.authn != nil {
 		u, ok, err := s.authn.Authenticate(req)
 		if err != nil || !ok {
@@ -60,7 +66,8 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 	// The audit record begins once the client is known, before
 	// impersonation, as kube-apiserver's audit filter does.
 	if rec := s.cfg.Audit.Begin(req, &r.attrs, s.authn != nil, r.auditID[0], r.received, longRunning(r.attrs)); rec != nil {
-		req = req.WithContext(audit.WithRecord(req.Context(), rec))
+		base = audit.WithRecord(base, rec)
+		req = req.WithContext(base)
 		w = &auditWriter{ResponseWriter: w, rec: rec}
 		defer func() {
 			if p := recover(); p != nil {
@@ -73,7 +80,6 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 	// The request's context gains what was authorized, the user with it;
 	// the request is copied with it once (a copy is ~250 bytes, and a
 	// renewal made five).
-	ctx := req.Context()
 	if s.authn != nil {
 		imp, err := s.impersonate(req, r.attrs)
 		if err != nil {
@@ -95,16 +101,13 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, req *http.Request, sh
 	if s.metrics != nil && !longRunning(r.attrs) {
 		defer s.metrics.inflightStarted(mutating(r.attrs))()
 	}
-	if err := s.authorize(ctx, req, &r); err != nil {
+	if err := s.authorize(base, req, &r); err != nil {
 		s.writeError(w, req, err)
 		return
 	}
 	// What was authorized, for the checks that authorize more (RBAC
-	// escalation's escalate and bind verbs), and the deadline.
-	if r.ctx != nil {
-		ctx = r.ctx
-	}
-	req = req.WithContext(newRequestContext(ctx, &r))
+	// escalation's escalate and bind verbs).
+	req = req.WithContext(newRequestContext(base, &r))
 	if s.metrics != nil && longRunning(r.attrs) {
 		defer s.metrics.longRunningStarted(s.labels(req, &r))()
 	}
