@@ -66,6 +66,9 @@ func HPACKBomb(ctx context.Context, tg Target, o Options) Report {
 		if err := c.handshake(); err != nil {
 			return err
 		}
+		// tokens holds a token per bomb that may be sent: filled at
+		// first, then one per stream answered; never more than
+		// bombsInFlight, as a stream is answered once.
 		tokens := make(chan struct{}, bombsInFlight)
 		for range bombsInFlight {
 			tokens <- struct{}{}

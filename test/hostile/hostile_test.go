@@ -108,7 +108,7 @@ func fill(t *testing.T, c kubernetes.Interface, n int) {
 	leases := c.CoordinationV1().Leases(namespace)
 	pad := strings.Repeat("x", leaseAnnotationBytes)
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	errs := make(chan error, 8) // a worker sends at most one
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {

@@ -238,7 +238,7 @@ func prepare(ctx context.Context, cs kubernetes.Interface, c config, stderr io.W
 	fmt.Fprintf(stderr, "h2attack: creating %d leases in %s\n", len(missing), c.namespace)
 	pad := strings.Repeat("x", c.leaseBytes)
 	const workers = 8
-	errs := make(chan error, workers)
+	errs := make(chan error, workers) // a worker sends at most one
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
