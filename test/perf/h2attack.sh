@@ -1,0 +1,77 @@
+#!/bin/bash
+# Side by side under HTTP/2 attacks (test/perf/h2attack): leasehold, and
+# kube-apiserver + etcd from the peers kit, each started fresh for every
+# attack (a Go server's RSS does not come back down within a run, so one
+# attack's peak would be the next one's "before"), the order alternating
+# from one attack to the next.
+#
+#   test/perf/h2attack.sh [attack ...]     # default: all; ~3 minutes an attack
+#
+# Environment: DURATION (30s), CONNS (4), RSS_LIMIT_MIB (4096: an attack
+# is stopped once the server passes it), OUT (/tmp/leasehold-h2attack),
+# PEERS_KIT (../shared/peers; its build.sh builds kube-apiserver and etcd
+# into ~/.cache/leasehold-peers). One log per system and attack in $OUT,
+# and the rows side by side on stdout.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/test/perf/serve.sh"
+KIT=$(cd "${PEERS_KIT:-$REPO/../shared/peers}" && pwd)
+PEERS_DIR=${PEERS_DIR:-$HOME/.cache/leasehold-peers}
+export PEERS_DIR
+OUT=${OUT:-/tmp/leasehold-h2attack}
+DURATION=${DURATION:-30s} CONNS=${CONNS:-4} RSS_LIMIT_MIB=${RSS_LIMIT_MIB:-4096}
+[ -x "$PEERS_DIR/bin/kube-apiserver" ] || { echo "no $PEERS_DIR/bin/kube-apiserver: run $KIT/build.sh first" >&2; exit 1; }
+mkdir -p "$OUT"
+LH=$OUT/leasehold
+(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/h2attack" ./test/perf/h2attack) && cp "$LH.new" "$LH" && rm "$LH.new"
+ATTACKS=${*:-$("$OUT/h2attack" --list)}
+
+LHPID=""
+start_leasehold() {
+  LHDIR=$(mktemp -d /tmp/leasehold-h2attack-data.XXXX)
+  serve_leasehold "$LH" "$LHDIR"
+  LHPID=$SERVE_PID
+  KC=$LHDIR/admin.kubeconfig PIDS=$LHPID
+}
+stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; LHPID=""; rm -rf "$LHDIR"; }
+
+start_kas() {
+  # A fresh etcd and kube-apiserver, as compare.sh starts them.
+  local try
+  for try in 1 2 3; do
+    "$KIT/stop.sh" >/dev/null
+    rm -rf "$PEERS_DIR/etcd-data"
+    "$KIT/start.sh" >"$OUT/kas-start.log" && break
+    [ "$try" = 3 ] && { cat "$OUT/kas-start.log" >&2; exit 1; }
+    sleep 2
+  done
+  # shellcheck disable=SC1091
+  source "$PEERS_DIR/kas.env"
+  KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID
+}
+stop_kas() { "$KIT/stop.sh" >/dev/null; rm -rf "$PEERS_DIR/etcd-data"; }
+
+cleanup() {
+  [ -n "$LHPID" ] && stop_leasehold
+  "$KIT/stop.sh" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+run() { # system attack
+  local sys=$1 attack=$2
+  "start_$sys"
+  "$OUT/h2attack" --kubeconfig "$KC" --server-pid "$PIDS" --attacks "$attack" \
+    --duration "$DURATION" --conns "$CONNS" --rss-limit-mib "$RSS_LIMIT_MIB" >"$OUT/$sys-$attack.log" 2>"$OUT/$sys-$attack.err" || true
+  "stop_$sys"
+}
+
+i=0
+for a in $ATTACKS; do
+  if [ $((i % 2)) = 0 ]; then run leasehold "$a"; run kas "$a"; else run kas "$a"; run leasehold "$a"; fi
+  i=$((i + 1))
+  echo "== $a"
+  for sys in leasehold kas; do
+    { grep -E "^(attack|$a) " "$OUT/$sys-$a.log" || tail -3 "$OUT/$sys-$a.err"; grep -E "^# ([0-9]+ connections|$a:)" "$OUT/$sys-$a.log" || true; } | sed "s/^/   $sys: /"
+  done
+done
