@@ -4,7 +4,10 @@
 // (a bearer token). A well-behaved client renews a lease alongside each
 // attack, and once alone for as long first: its baseline. The server's
 // RSS (the sum of --server-pid's processes, as kube-apiserver's and its
-// etcd's) is sampled before, during and after each attack. It prints a
+// etcd's) is sampled before, during and after each attack. An attack is
+// sustained for --duration: the connections a server closes are replaced
+// by a new wave of --conns, so the client meets the attack throughout,
+// however soon the server ends each connection. It prints a
 // row per attack: the attacking connections the server closed and how,
 // how soon, the RSS, and the well-behaved client's requests, errors and
 // p99 against the baseline's.
@@ -121,9 +124,12 @@ type row struct {
 	// (its connections open) and after they closed.
 	before, peak, atEnd, after int64
 	stoppedAt                  int64 // the RSS that stopped the attack, if one did
-	rssKnown                   bool
-	client                     hostile.ClientResult
-	baselineP99                time.Duration
+	// waves is how many times the attack's connections were opened: a
+	// connection the server closes is replaced until the duration ends.
+	waves       int
+	rssKnown    bool
+	client      hostile.ClientResult
+	baselineP99 time.Duration
 }
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
@@ -299,10 +305,21 @@ func attack(ctx context.Context, a hostile.Attack, tg hostile.Target, leases coo
 	cctx, stopClient := context.WithCancel(ctx)
 	clientDone := make(chan hostile.ClientResult, 1)
 	go func() { clientDone <- hostile.Renew(cctx, leases, "well-behaved", c.renewInterval) }()
-	r.report = a.Run(actx, tg, hostile.Options{
-		Conns: c.conns, Duration: c.duration,
-		AtEnd: func() { r.atEnd, _ = rss(c.pids) },
-	})
+	// The attack is sustained: connections the server closes are
+	// replaced, by a new wave of c.conns, until the duration is over.
+	start := time.Now()
+	for left := c.duration; left > 0 && actx.Err() == nil; left = c.duration - time.Since(start) {
+		rep := a.Run(actx, tg, hostile.Options{
+			Conns: c.conns, Duration: left,
+			AtEnd: func() { r.atEnd, _ = rss(c.pids) },
+		})
+		r.waves++
+		r.report.Attack = rep.Attack
+		r.report.Conns = append(r.report.Conns, rep.Conns...)
+		if !slices.ContainsFunc(rep.Conns, func(cr hostile.ConnResult) bool { return cr.Err == nil }) {
+			break // none could attack: no point in a hot loop
+		}
+	}
 	stopClient()
 	r.client = <-clientDone
 	close(done)
@@ -350,7 +367,7 @@ func printTable(w io.Writer, c config, baseline hostile.ClientResult, rows []row
 	}
 	tw.Flush()
 	for _, r := range rows {
-		fmt.Fprintf(w, "# %s: %s", r.report.Attack, r.report.Detail())
+		fmt.Fprintf(w, "# %s: %d waves of %d connections; %s", r.report.Attack, r.waves, c.conns, r.report.Detail())
 		if r.stoppedAt > 0 {
 			fmt.Fprintf(w, "; stopped at RSS %s", mib(r.stoppedAt))
 		}
