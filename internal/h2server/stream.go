@@ -53,6 +53,10 @@ type stream struct {
 	declared      int64 // Content-Length, -1 when none
 	got           int64
 	needContinue  bool
+	// readDeadline ends body reads; readTimer enforces it, armed only
+	// once a read has to wait (most bodies are whole before their
+	// handler reads them: a timer a request would be for nothing).
+	readDeadline  time.Time
 	readTimer     *time.Timer
 	writeTimer    *time.Timer
 	body          requestBody
@@ -186,6 +190,9 @@ func (st *stream) read(p []byte) (int, error) {
 		st.mu.Lock()
 	}
 	for st.off == len(st.data) && st.rerr == nil {
+		if !st.readDeadline.IsZero() && st.readTimer == nil && !st.timersStopped {
+			st.readTimer = time.AfterFunc(time.Until(st.readDeadline), st.readTimedOut)
+		}
 		st.cond.Wait()
 	}
 	if st.off == len(st.data) || st.bodyClosed {
@@ -224,10 +231,13 @@ func (st *stream) setReadDeadline(t time.Time) {
 	if st.timersStopped {
 		return
 	}
-	st.readTimer = resetTimer(st.readTimer, t, func() {
-		st.failBody(os.ErrDeadlineExceeded)
-	})
+	st.readDeadline = t
+	if st.readTimer != nil {
+		st.readTimer = resetTimer(st.readTimer, t, st.readTimedOut)
+	}
 }
+
+func (st *stream) readTimedOut() { st.failBody(os.ErrDeadlineExceeded) }
 
 // setWriteDeadline resets the stream when t passes, as net/http's HTTP/2
 // server does; the zero time clears it.
