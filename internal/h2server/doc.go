@@ -20,6 +20,12 @@
 // blocks itself (into a field slice it reuses), with the Framer's checks
 // of header fields. It keeps the connection's state: streams, flow
 // control both ways, settings, GOAWAY, and the limits a hostile client
-// meets (streams at once, handlers still running after their stream was
-// reset, header list size, writes that make no progress).
+// meets, each bounding what a client can make a connection hold
+// (limits.go: control frames it does not read, answers waiting for its
+// window, requests queued behind reset streams, header blocks, writes
+// that make no progress), each reported to OnClientError by kind.
+//
+// internal/transport serves with it by default, and with net/http's
+// HTTP/2 server instead when told (--http2-server=go): a handler must
+// need nothing of this package that net/http's writer lacks.
 package h2server
