@@ -21,9 +21,11 @@ import (
 //     written either.
 //   - Answers waiting for the client's flow-control window: at most
 //     Server.MaxWaitingBytes a connection (16 MiB), each counting at
-//     least bufSize; a stream whose wait would pass it is reset. A wait
-//     longer than WriteByteTimeout without window resets the stream too:
-//     its client stopped reading it.
+//     least bufSize; a stream whose wait would pass it is reset, and
+//     the connection closed once 2 × MaxConcurrentStreams were (a client
+//     opening them again would have their handlers start for ever). A
+//     wait longer than WriteByteTimeout without window resets the stream
+//     too: its client stopped reading it.
 //   - Requests waiting for a handler slot (their streams reset by the
 //     client while their handlers ran): at most 4 × MaxConcurrentStreams,
 //     holding at most maxQueuedHeaderBytes of header fields, else GOAWAY
@@ -40,6 +42,9 @@ const (
 	// maxQueuedHeaderBytes bounds the header fields of requests waiting
 	// for a handler slot.
 	maxQueuedHeaderBytes = 16 << 20
+	// maxDrainBytes bounds what is read of a connection closed for an
+	// error once its GOAWAY is sent: the client's frames in flight.
+	maxDrainBytes = 256 << 10
 )
 
 // The kinds of ClientError.
@@ -140,6 +145,17 @@ func (c *conn) queuedControl() {
 func (c *conn) awaitWindow(st *stream, left int) error {
 	held := int64(max(left, bufSize))
 	if c.waitingBytes+held > c.srv.maxWaitingBytes() {
+		c.waitingResets++
+		if c.waitingResets > 2*int(c.maxStreams) && c.werr == nil {
+			// A client that opens streams again as fast as they are
+			// reset would have us start their handlers for ever: the
+			// connection goes, as a control-frame flood's does.
+			c.werr = errWaitingFlood
+			_ = c.nc.Close()
+			c.wcond.Broadcast()
+			c.clientError(KindFlood, errWaitingFlood)
+			return errWaitingFlood
+		}
 		c.wmu.Unlock()
 		c.resetStream(st, http2.ErrCodeEnhanceYourCalm, errWaitingFlood, true)
 		c.clientError(KindFlood, errWaitingFlood)

@@ -266,3 +266,40 @@ func TestQueuedHeaderBytes(t *testing.T) {
 	}
 	ce.await(t, KindFlood)
 }
+
+// TestWaitingResetsClose: a client that opens streams again as fast as
+// the waiting bound resets them loses its connection after
+// 2 × MaxConcurrentStreams resets.
+func TestWaitingResetsClose(t *testing.T) {
+	ts, ce := startCounted(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(make([]byte, 1<<20))
+	}), func(s *Server) {
+		s.MaxConcurrentStreams = 2
+		s.MaxWaitingBytes = 1 << 20 // one answer waits, the next is reset
+		s.WriteByteTimeout = time.Hour
+	})
+	rc := dialRaw(t, ts, 65536, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	rc.waitSettingsAck()
+	resets := 0
+	rc.headers(1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
+	for id := uint32(3); id < 200; id += 2 {
+		rc.headers(id, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
+		_ = rc.tc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		f, err := rc.fr.ReadFrame()
+		for err == nil {
+			if _, ok := f.(*http2.RSTStreamFrame); ok {
+				break // this stream's, or the one that waited before it
+			}
+			f, err = rc.fr.ReadFrame()
+		}
+		if err != nil {
+			if resets != 4 {
+				t.Errorf("closed after %d resets, want 2 × 2", resets)
+			}
+			ce.await(t, KindFlood)
+			return
+		}
+		resets++
+	}
+	t.Fatalf("the connection is still open after %d resets", resets)
+}

@@ -178,6 +178,27 @@ func TestAttacks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { e.runAttack(t, tc) })
 	}
+
+	// What the server saw is counted in /metrics.
+	t.Run("metrics", func(t *testing.T) {
+		body, err := e.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]float64{}
+		for _, line := range strings.Split(string(body), "\n") {
+			var kind string
+			var n float64
+			if _, err := fmt.Sscanf(line, "leasehold_http2_client_errors_total{kind=%q} %g", &kind, &n); err == nil {
+				counts[kind] = n
+			}
+		}
+		// Three floods of two connections each were closed for it;
+		// max-streams' excess streams broke the protocol.
+		if counts["flood"] < 6 || counts["protocol"] < 1 {
+			t.Errorf("leasehold_http2_client_errors_total: %v, want flood >= 6 and protocol >= 1", counts)
+		}
+	})
 }
 
 // runAttack runs one attack with the well-behaved client alongside, and
