@@ -48,11 +48,11 @@ type stream struct {
 	bodyClosed bool
 	// recvWindow is what the client may still send on the stream;
 	// unacked is what the handler read since the last WINDOW_UPDATE.
-	recvWindow    int32
-	unacked       int32
-	declared      int64 // Content-Length, -1 when none
-	got           int64
-	needContinue  bool
+	recvWindow   int32
+	unacked      int32
+	declared     int64 // Content-Length, -1 when none
+	got          int64
+	needContinue bool
 	// readDeadline ends body reads; readTimer enforces it, armed only
 	// once a read has to wait (most bodies are whole before their
 	// handler reads them: a timer a request would be for nothing).
