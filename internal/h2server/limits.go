@@ -20,7 +20,7 @@ import (
 //     Past it the connection is closed at once: a GOAWAY could not be
 //     written either.
 //   - Answers waiting for the client's flow-control window: at most
-//     Server.MaxWaitingBytes a connection (16 MiB), each counting at
+//     Server.MaxWaitingBytes a connection (32 MiB), each counting at
 //     least bufSize; a stream whose wait would pass it is reset, and
 //     the connection closed once 2 × MaxConcurrentStreams were (a client
 //     opening them again would have their handlers start for ever). A
@@ -36,7 +36,7 @@ import (
 //
 // So what one connection pins is about MaxWaitingBytes, plus its running
 // handlers' own memory, plus maxQueuedHeaderBytes, plus a header block
-// and a MiB of bodies: ~36 MiB at the defaults.
+// and a MiB of bodies: ~52 MiB at the defaults.
 const (
 	maxQueuedControlFrames = 10000
 	// maxQueuedHeaderBytes bounds the header fields of requests waiting
