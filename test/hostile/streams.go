@@ -28,53 +28,62 @@ func ZeroWindow(ctx context.Context, tg Target, o Options) Report {
 		if slots == 0 {
 			slots = 100
 		}
-		// freed holds a token per stream slot free: filled at first, then
-		// one per stream the server closed. A stream of ours is closed
-		// at most once, so it never holds more than slots.
-		freed := make(chan struct{}, slots)
-		for range slots {
-			freed <- struct{}{}
-		}
-		open := map[uint32]bool{} // guarded by c.mu
 		end, stop := c.begin(ctx, o.Duration)
 		defer stop()
-		c.goRead(func(_ http2.Frame, id uint32) {
-			c.mu.Lock()
-			was := open[id]
-			delete(open, id)
-			c.mu.Unlock()
-			if was {
-				freed <- struct{}{}
-			}
+		c.keepOpen(ctx, end, slots, func(id uint32) error {
+			_, err := c.request("GET", c.tg.LargePath, true)
+			return err
 		})
-		deadline := time.NewTimer(time.Until(end))
-		defer deadline.Stop()
-		for range maxStreamsOpened {
-			select {
-			case <-freed:
-			case <-c.closed:
-				return nil
-			case <-ctx.Done():
-				return nil
-			case <-deadline.C:
-				return nil
-			}
-			// The stream is recorded before its frame is flushed, so
-			// before the server can end it.
-			err := c.writeLocked(func() error {
-				c.mu.Lock()
-				open[c.nextID] = true
-				c.mu.Unlock()
-				_, err := c.request("GET", c.tg.LargePath, true)
-				return err
-			})
-			if err != nil {
-				return nil
-			}
-		}
 		c.wait(ctx, end)
 		return nil
 	})
+}
+
+// keepOpen keeps n streams open until end: it opens one with open (c.wmu
+// held; id is the stream's, recorded before its frame is flushed, so
+// before the server can end it) whenever the server ends one of its own,
+// for at most maxStreamsOpened streams, and returns when the server
+// closes the connection, ctx ends or a write fails.
+func (c *conn) keepOpen(ctx context.Context, end time.Time, n int, open func(id uint32) error) {
+	// freed holds a token per free slot: filled at first, then one per
+	// stream the server ended. A stream of ours ends at most once, so it
+	// never holds more than n.
+	freed := make(chan struct{}, n)
+	for range n {
+		freed <- struct{}{}
+	}
+	opened := map[uint32]bool{} // guarded by c.mu
+	c.goRead(func(_ http2.Frame, id uint32) {
+		c.mu.Lock()
+		was := opened[id]
+		delete(opened, id)
+		c.mu.Unlock()
+		if was {
+			freed <- struct{}{}
+		}
+	})
+	deadline := time.NewTimer(time.Until(end))
+	defer deadline.Stop()
+	for range maxStreamsOpened {
+		select {
+		case <-freed:
+		case <-c.closed:
+			return
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		}
+		err := c.writeLocked(func() error {
+			c.mu.Lock()
+			opened[c.nextID] = true
+			c.mu.Unlock()
+			return open(c.nextID)
+		})
+		if err != nil {
+			return
+		}
+	}
 }
 
 // rapidBatch is the streams a rapid reset opens and resets per write.

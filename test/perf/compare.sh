@@ -44,32 +44,6 @@ rss() { # pids...: their summed RSS in MiB
   echo "$((sum / 1024))"
 }
 
-# start_SYSTEM sets KC (kubeconfig) and PIDS (comma-separated); stop_SYSTEM ends it.
-start_leasehold() {
-  LHDIR=$(mktemp -d /tmp/leasehold-compare-data.XXXX)
-  serve_leasehold "$LH" "$LHDIR"
-  LHPID=$SERVE_PID
-  KC=$LHDIR/admin.kubeconfig PIDS=$LHPID
-}
-stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; rm -rf "$LHDIR"; }
-
-start_kas() {
-  # A fresh etcd and kube-apiserver: the kit's, on an empty etcd.
-  # The kit's start.sh can take a process it just forked for dead (its
-  # /proc/PID/exe is still bash's on a loaded machine): try again.
-  local try
-  for try in 1 2 3; do
-    "$KIT/stop.sh" >/dev/null
-    rm -rf "$PEERS_DIR/etcd-data"
-    "$KIT/start.sh" >"$OUT/kas-start.log" && break
-    [ "$try" = 3 ] && { cat "$OUT/kas-start.log" >&2; exit 1; }
-    sleep 2
-  done
-  # shellcheck disable=SC1091
-  source "$PEERS_DIR/kas.env"
-  KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID
-}
-stop_kas() { "$KIT/stop.sh" >/dev/null; rm -rf "$PEERS_DIR/etcd-data"; }
 
 run() { # system round
   local sys=$1 log=$OUT/$1-$2.log

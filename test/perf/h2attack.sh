@@ -27,30 +27,6 @@ LH=$OUT/leasehold
 (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/h2attack" ./test/perf/h2attack) && cp "$LH.new" "$LH" && rm "$LH.new"
 ATTACKS=${*:-$("$OUT/h2attack" --list)}
 
-LHPID=""
-start_leasehold() {
-  LHDIR=$(mktemp -d /tmp/leasehold-h2attack-data.XXXX)
-  serve_leasehold "$LH" "$LHDIR"
-  LHPID=$SERVE_PID
-  KC=$LHDIR/admin.kubeconfig PIDS=$LHPID
-}
-stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; LHPID=""; rm -rf "$LHDIR"; }
-
-start_kas() {
-  # A fresh etcd and kube-apiserver, as compare.sh starts them.
-  local try
-  for try in 1 2 3; do
-    "$KIT/stop.sh" >/dev/null
-    rm -rf "$PEERS_DIR/etcd-data"
-    "$KIT/start.sh" >"$OUT/kas-start.log" && break
-    [ "$try" = 3 ] && { cat "$OUT/kas-start.log" >&2; exit 1; }
-    sleep 2
-  done
-  # shellcheck disable=SC1091
-  source "$PEERS_DIR/kas.env"
-  KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID
-}
-stop_kas() { "$KIT/stop.sh" >/dev/null; rm -rf "$PEERS_DIR/etcd-data"; }
 
 cleanup() {
   [ -n "$LHPID" ] && stop_leasehold

@@ -18,3 +18,34 @@ serve_leasehold() {
   echo "leasehold in $dir: not ready after 30 s" >&2
   exit 1
 }
+
+# start_SYSTEM starts a fresh server for the side-by-side scripts, and
+# sets KC (its kubeconfig) and PIDS (comma-separated); stop_SYSTEM ends
+# it. leasehold is the binary $LH; kube-apiserver and etcd are the peers
+# kit's ($KIT, $PEERS_DIR; the kit's log in $OUT/kas-start.log).
+LHPID=""
+start_leasehold() {
+  LHDIR=$(mktemp -d /tmp/leasehold-perf-data.XXXX)
+  serve_leasehold "$LH" "$LHDIR"
+  LHPID=$SERVE_PID
+  KC=$LHDIR/admin.kubeconfig PIDS=$LHPID
+}
+stop_leasehold() { kill "$LHPID"; wait "$LHPID" 2>/dev/null || true; LHPID=""; rm -rf "$LHDIR"; }
+
+start_kas() {
+  # A fresh etcd and kube-apiserver: the kit's, on an empty etcd.
+  # The kit's start.sh can take a process it just forked for dead (its
+  # /proc/PID/exe is still bash's on a loaded machine): try again.
+  local try
+  for try in 1 2 3; do
+    "$KIT/stop.sh" >/dev/null
+    rm -rf "$PEERS_DIR/etcd-data"
+    "$KIT/start.sh" >"$OUT/kas-start.log" && break
+    [ "$try" = 3 ] && { cat "$OUT/kas-start.log" >&2; exit 1; }
+    sleep 2
+  done
+  # shellcheck disable=SC1091
+  source "$PEERS_DIR/kas.env"
+  KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID
+}
+stop_kas() { "$KIT/stop.sh" >/dev/null; rm -rf "$PEERS_DIR/etcd-data"; }
