@@ -130,7 +130,7 @@ func TestDeadline(t *testing.T) {
 				srv = ds.s
 				start := time.Now()
 				resp := get(t, ds, "/apis/x?timeout=200ms")
-				if took := time.Since(start); took < 200*time.Millisecond || took > 3*time.Second {
+				if took := time.Since(start); took < 200*time.Millisecond || took > 10*time.Second {
 					t.Errorf("%s: answered after %v", ds.name, took)
 				}
 				st := statusOfAnswer(t, resp)
@@ -273,7 +273,7 @@ func TestDeadline(t *testing.T) {
 				t.Fatalf("%s: %v", ds.name, err)
 			}
 			st := statusOfAnswer(t, resp)
-			limit := 3 * time.Second
+			limit := 10 * time.Second // a loaded CI machine; the point is it is not held
 			if !strings.HasPrefix(ds.name, "HTTP/2") {
 				limit += writeGrace // deadline.go says why
 			}
