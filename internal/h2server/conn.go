@@ -269,8 +269,7 @@ func (c *conn) processFrame(f http2.Frame) error {
 			return nil // this server sends no pings
 		}
 		c.wmu.Lock()
-		c.appendFrame(http2.FramePing, http2.FlagPingAck, 0, f.Data[:]...)
-		c.queuedControl()
+		c.appendControl(http2.FramePing, http2.FlagPingAck, f.Data[:]...)
 		err := c.flushLocked(false)
 		c.wmu.Unlock()
 		return err
@@ -512,8 +511,7 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	c.appendFrame(http2.FrameSettings, http2.FlagSettingsAck, 0)
-	c.queuedControl()
+	c.appendControl(http2.FrameSettings, http2.FlagSettingsAck)
 	c.wcond.Broadcast()
 	return c.flushLocked(false)
 }

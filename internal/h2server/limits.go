@@ -128,13 +128,33 @@ func (c *conn) clientError(kind string, err error) {
 // and, with its next read, the serve goroutine.
 func (c *conn) queuedControl() {
 	c.outControl++
-	if c.outControl+c.writingControl <= maxQueuedControlFrames || c.werr != nil {
+	if c.outControl+c.writingControl > maxQueuedControlFrames {
+		c.floodLocked(errControlFlood)
+	}
+}
+
+// floodLocked ends the connection of a client past a bound, c.wmu held:
+// at once, without a GOAWAY (it could not be written), which ends a
+// stalled write, every writer waiting, and with its next read the serve
+// goroutine.
+func (c *conn) floodLocked(cause error) {
+	if c.werr != nil {
 		return
 	}
-	c.werr = errControlFlood
+	c.werr = cause
 	_ = c.nc.Close()
 	c.wcond.Broadcast()
-	c.clientError(KindFlood, errControlFlood)
+	c.clientError(KindFlood, cause)
+}
+
+// resetWaiting resets st, whose writer waits with c.wmu held, for a
+// client's error of kind.
+func (c *conn) resetWaiting(st *stream, code http2.ErrCode, kind string, cause error) error {
+	c.wmu.Unlock()
+	c.resetStream(st, code, cause, true)
+	c.clientError(kind, cause)
+	c.wmu.Lock()
+	return cause
 }
 
 // awaitWindow waits, c.wmu held, until st may send again, or why it
@@ -146,21 +166,14 @@ func (c *conn) awaitWindow(st *stream, left int) error {
 	held := int64(max(left, bufSize))
 	if c.waitingBytes+held > c.srv.maxWaitingBytes() {
 		c.waitingResets++
-		if c.waitingResets > 2*int(c.maxStreams) && c.werr == nil {
+		if c.waitingResets > 2*int(c.maxStreams) {
 			// A client that opens streams again as fast as they are
 			// reset would have us start their handlers for ever: the
 			// connection goes, as a control-frame flood's does.
-			c.werr = errWaitingFlood
-			_ = c.nc.Close()
-			c.wcond.Broadcast()
-			c.clientError(KindFlood, errWaitingFlood)
+			c.floodLocked(errWaitingFlood)
 			return errWaitingFlood
 		}
-		c.wmu.Unlock()
-		c.resetStream(st, http2.ErrCodeEnhanceYourCalm, errWaitingFlood, true)
-		c.clientError(KindFlood, errWaitingFlood)
-		c.wmu.Lock()
-		return errWaitingFlood
+		return c.resetWaiting(st, http2.ErrCodeEnhanceYourCalm, KindFlood, errWaitingFlood)
 	}
 	c.waitingBytes += held
 	defer func() { c.waitingBytes -= held }()
@@ -180,11 +193,7 @@ func (c *conn) awaitWindow(st *stream, left int) error {
 		return err
 	}
 	if closed() {
-		c.wmu.Unlock()
-		c.resetStream(st, http2.ErrCodeCancel, errStalled, true)
-		c.clientError(KindStall, errStalled)
-		c.wmu.Lock()
-		return errStalled
+		return c.resetWaiting(st, http2.ErrCodeCancel, KindStall, errStalled)
 	}
 	return nil
 }

@@ -73,6 +73,14 @@ func (c *conn) appendFrame(t http2.FrameType, flags http2.Flags, id uint32, payl
 	c.out = append(c.out, payload...)
 }
 
+// appendControl queues a connection's control frame (a PING or SETTINGS
+// ACK); like every frame queued in answer to a client, it counts against
+// maxQueuedControlFrames (queuedControl).
+func (c *conn) appendControl(t http2.FrameType, flags http2.Flags, payload ...byte) {
+	c.appendFrame(t, flags, 0, payload...)
+	c.queuedControl()
+}
+
 func (c *conn) appendSettings(settings ...http2.Setting) {
 	c.appendFrameHeader(6*len(settings), http2.FrameSettings, 0, 0)
 	for _, s := range settings {
