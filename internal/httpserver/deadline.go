@@ -145,6 +145,7 @@ func (s *Server) recoverLongRunning(req *http.Request) {
 // HTTP/2 stream is reset; an HTTP/1.1 connection's writes fail). Between
 // writes no deadline is set, so a quiet watch lives on.
 type stallGuard struct {
+	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
 	timer   *time.Timer
@@ -154,16 +155,24 @@ type stallGuard struct {
 	done bool
 }
 
-// arm starts the guard's watch over a write; disarm ends it.
-func (g *stallGuard) arm() {
+// send writes frames and flushes them, under the guard.
+func (g *stallGuard) send(frames ...[]byte) error {
 	if g.timer == nil {
 		g.timer = time.AfterFunc(g.timeout, g.expire)
-		return
+	} else {
+		g.timer.Reset(g.timeout)
 	}
-	g.timer.Reset(g.timeout)
+	defer g.timer.Stop()
+	for _, f := range frames {
+		if _, err := g.w.Write(f); err != nil {
+			return err
+		}
+	}
+	if err := g.rc.Flush(); err != nil {
+		return fmt.Errorf("flushing watch: %w", err)
+	}
+	return nil
 }
-
-func (g *stallGuard) disarm() { g.timer.Stop() }
 
 func (g *stallGuard) expire() {
 	g.mu.Lock()

@@ -252,9 +252,12 @@ func (s *Server) readBodyInto(buf []byte, req *http.Request) ([]byte, error) {
 	lr := &io.LimitedReader{R: req.Body, N: limit + 1}
 	data, err := readAll(buf, lr, req.ContentLength, limit)
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) || req.Context().Err() != nil {
-			// The body's reads end at the request's deadline (deadline.go):
-			// a client too slow to send it meets the request's 504.
+		// The body's reads end at the request's deadline (deadline.go):
+		// a client too slow to send it meets the request's 504.
+		if cerr := req.Context().Err(); cerr != nil {
+			return nil, cerr
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, context.DeadlineExceeded
 		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))

@@ -2,7 +2,6 @@ package httpserver
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -40,8 +39,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.R
 	defer context.AfterFunc(s.shutdown, cancel)()
 
 	enc := s.codecs.NewWatchEncoder(out, res)
-	rc := http.NewResponseController(w)
-	guard := &stallGuard{rc: rc, timeout: s.cfg.WatchWriteTimeout}
+	guard := &stallGuard{w: w, rc: http.NewResponseController(w), timeout: s.cfg.WatchWriteTimeout}
 	defer guard.close()
 	watch, err := s.reg.Watch(ctx, res, r.namespace(), r.name(), opts)
 	if err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
@@ -55,15 +53,11 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.R
 		// kube-apiserver answers a too-old revision inside the stream, so
 		// that client-go's reflector recognises it and re-lists.
 		if frame, eerr := enc.Error(s.errorStatus(req, err)); eerr == nil {
-			guard.arm()
-			_ = writeFrames(w, rc, [][]byte{frame})
-			guard.disarm()
+			_ = guard.send(frame)
 		}
 		return nil
 	}
-	guard.arm()
-	_ = rc.Flush()
-	guard.disarm()
+	_ = guard.send()
 	defer watch.Stop()
 	var events prometheus.Counter
 	if s.metrics != nil {
@@ -80,27 +74,11 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.R
 			// revision it saw): the stream ends cleanly.
 			return nil
 		}
-		guard.arm()
-		err = writeFrames(w, rc, frames)
-		guard.disarm()
-		if err != nil {
+		if guard.send(frames...) != nil {
 			return nil
 		}
 		if events != nil {
 			events.Add(float64(len(frames)))
 		}
 	}
-}
-
-// writeFrames writes a batch of a watch's frames, and flushes them.
-func writeFrames(w http.ResponseWriter, rc *http.ResponseController, frames [][]byte) error {
-	for _, f := range frames {
-		if _, err := w.Write(f); err != nil {
-			return err
-		}
-	}
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("flushing watch: %w", err)
-	}
-	return nil
 }
