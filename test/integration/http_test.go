@@ -2,16 +2,22 @@ package integration
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"golang.org/x/net/http2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/transport"
 )
 
 // rawClient is an HTTP client with the admin credentials, for requests
@@ -190,5 +196,56 @@ func TestUnauthenticated(t *testing.T) {
 		if resp.StatusCode != code {
 			t.Errorf("%s: %d, want %d: %s", path, resp.StatusCode, code, body)
 		}
+	}
+}
+
+// TestHTTP2ServerFlag: --http2-server chooses the server that answers
+// HTTP/2 (their first SETTINGS tell them apart: net/http's announces a
+// larger frame size), and either serves client-go.
+func TestHTTP2ServerFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		http2   string
+		goFrame bool
+	}{
+		{transport.HTTP2Leasehold, false},
+		{transport.HTTP2Go, true},
+	} {
+		t.Run(tc.http2, func(t *testing.T) {
+			t.Parallel()
+			s := testserver.Start(t, func(c *server.Config) { c.HTTP2Server = tc.http2 })
+			tlsConfig, err := rest.TLSConfigFor(s.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tlsConfig.NextProtos = []string{"h2"}
+			tc2, err := tls.Dial("tcp", strings.TrimPrefix(s.URL(), "https://"), tlsConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tc2.Close()
+			_ = tc2.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(tc2, http2.ClientPreface); err != nil {
+				t.Fatal(err)
+			}
+			fr := http2.NewFramer(tc2, tc2)
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sf, ok := f.(*http2.SettingsFrame)
+			if !ok {
+				t.Fatalf("first frame %v", f)
+			}
+			if _, ok := sf.Value(http2.SettingMaxFrameSize); ok != tc.goFrame {
+				t.Errorf("--http2-server=%s: SETTINGS announce MAX_FRAME_SIZE: %v, want %v", tc.http2, ok, tc.goFrame)
+			}
+			if v, _ := sf.Value(http2.SettingMaxConcurrentStreams); v != transport.MaxConcurrentStreams {
+				t.Errorf("MAX_CONCURRENT_STREAMS %d", v)
+			}
+			if _, err := s.Client(t).CoordinationV1().Leases("default").List(t.Context(), metav1.ListOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
