@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -68,8 +67,8 @@ type controller struct {
 	log               *slog.Logger
 	now               func() time.Time
 	leaseRes, candRes resources.Resource
-	leases, cands     *mirror // cands indexed by namespace/spec.leaseName
-	queue             *queue
+	leases, cands     *controllers.Mirror // cands indexed by namespace/spec.leaseName
+	queue             *controllers.Queue
 	// lastErr is the last failure logged per Lease (no election, a write
 	// refused), so that it is logged once, not at every step; the
 	// worker's alone.
@@ -85,17 +84,20 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	if !ok {
 		return nil, errors.New("leasecandidates are not served")
 	}
-	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: newQueue(), lastErr: map[types.NamespacedName]string{}}
-	c.leases = newMirror(reg, leaseRes, log, nil, func(obj resources.Object) {
-		if k := keyOf(obj); c.cands.hasIndex(k) {
-			c.queue.add(k, c.now())
+	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: controllers.NewQueue(), lastErr: map[types.NamespacedName]string{}}
+	c.leases = controllers.NewMirror(reg, leaseRes, log, nil, func(obj resources.Object) {
+		if k := controllers.KeyOf(obj); c.cands.HasIndex(k) {
+			c.queue.Add(k, c.now())
 		}
 	})
-	c.cands = newMirror(reg, candRes, log, leaseOf, func(obj resources.Object) {
-		c.queue.add(leaseOf(obj), c.now())
+	c.cands = controllers.NewMirror(reg, candRes, log, indexByLease, func(obj resources.Object) {
+		c.queue.Add(leaseOf(obj), c.now())
 	})
 	return c, nil
 }
+
+// indexByLease groups candidates by the Lease they stand for.
+func indexByLease(obj resources.Object) (types.NamespacedName, bool) { return leaseOf(obj), true }
 
 // leaseOf is the namespace/name of the Lease a candidate stands for.
 func leaseOf(obj resources.Object) types.NamespacedName {
@@ -104,8 +106,8 @@ func leaseOf(obj resources.Object) types.NamespacedName {
 
 func (c *controller) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.leases.run(gctx) })
-	g.Go(func() error { return c.cands.run(gctx) })
+	g.Go(func() error { return c.leases.Run(gctx) })
+	g.Go(func() error { return c.cands.Run(gctx) })
 	g.Go(func() error { return c.work(gctx) })
 	return g.Wait()
 }
@@ -113,9 +115,9 @@ func (c *controller) run(ctx context.Context) error {
 // work takes the queued Leases as they fall due, and collects expired
 // candidates every gcInterval, until ctx ends.
 func (c *controller) work(ctx context.Context) error {
-	for _, m := range []*mirror{c.leases, c.cands} {
+	for _, m := range []*controllers.Mirror{c.leases, c.cands} {
 		select {
-		case <-m.synced:
+		case <-m.Synced():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -128,10 +130,10 @@ func (c *controller) work(ctx context.Context) error {
 			c.collect(ctx, now)
 			gcAt = now.Add(gcInterval)
 		}
-		ready, next := c.queue.due(c.now())
+		ready, next := c.queue.Due(c.now())
 		for _, k := range ready {
 			if at := c.reconcile(ctx, k); !at.IsZero() {
-				c.queue.add(k, at)
+				c.queue.Add(k, at)
 			}
 		}
 		if len(ready) > 0 {
@@ -141,7 +143,7 @@ func (c *controller) work(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-c.queue.wake:
+		case <-c.queue.Wake():
 		case <-timer.C:
 		}
 	}
@@ -152,11 +154,11 @@ func (c *controller) work(ctx context.Context) error {
 func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time.Time {
 	namespace, name := k.Namespace, k.Name
 	var lease *coordinationv1.Lease
-	if o := c.leases.get(namespace, name); o != nil {
+	if o := c.leases.Get(namespace, name); o != nil {
 		lease = o.(*coordinationv1.Lease)
 	}
 	var cands []*coordinationv1beta1.LeaseCandidate
-	for _, o := range c.cands.byIndex(k) {
+	for _, o := range c.cands.ByIndex(k) {
 		cands = append(cands, o.(*coordinationv1beta1.LeaseCandidate))
 	}
 	now := c.now()
@@ -195,7 +197,7 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time
 			retry("pinging candidate "+cand.Name, err)
 			continue
 		}
-		c.cands.observe(out.Object)
+		c.cands.Observe(out.Object)
 		c.log.Debug("pinged candidate", "lease", k.String(), "candidate", cand.Name)
 	}
 	var out registry.WriteResult
@@ -212,7 +214,7 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time
 		retry(fmt.Sprintf("writing lease (%s)", p.why), err)
 		return next
 	}
-	c.leases.observe(out.Object)
+	c.leases.Observe(out.Object)
 	c.log.Info("lease "+p.why, "lease", k.String())
 	return next
 }
@@ -222,7 +224,7 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time
 // LeaseCandidate garbage collector does. The delete is conditional on
 // the state read, so a candidate renewed meanwhile stays.
 func (c *controller) collect(ctx context.Context, now time.Time) {
-	for _, o := range c.cands.all() {
+	for _, o := range c.cands.All() {
 		cand := o.(*coordinationv1beta1.LeaseCandidate)
 		last := cand.CreationTimestamp.Time
 		if cand.Spec.RenewTime != nil {
@@ -237,51 +239,9 @@ func (c *controller) collect(ctx context.Context, now time.Time) {
 		})
 		switch {
 		case err == nil:
-			c.log.Info("deleted expired candidate", "candidate", keyOf(cand).String(), "renewed", last)
+			c.log.Info("deleted expired candidate", "candidate", controllers.KeyOf(cand).String(), "renewed", last)
 		case ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			c.log.Warn("deleting expired candidate", "candidate", keyOf(cand).String(), "err", err)
+			c.log.Warn("deleting expired candidate", "candidate", controllers.KeyOf(cand).String(), "err", err)
 		}
 	}
-}
-
-// queue holds the Leases to look at, each with when it falls due.
-type queue struct {
-	mu sync.Mutex // guards at
-	at map[types.NamespacedName]time.Time
-	// wake has room for one wake-up: a full channel already holds one,
-	// which covers any number of adds.
-	wake chan struct{}
-}
-
-func newQueue() *queue {
-	return &queue{at: map[types.NamespacedName]time.Time{}, wake: make(chan struct{}, 1)}
-}
-
-// add queues k for at, or keeps it for earlier if it already is.
-func (q *queue) add(k types.NamespacedName, at time.Time) {
-	q.mu.Lock()
-	if cur, ok := q.at[k]; !ok || at.Before(cur) {
-		q.at[k] = at
-	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// due takes the keys due at now, and returns when the next of the others
-// is (zero: none).
-func (q *queue) due(now time.Time) (ready []types.NamespacedName, next time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for k, at := range q.at {
-		if !at.After(now) {
-			ready = append(ready, k)
-			delete(q.at, k)
-		} else {
-			next = earliest(next, at)
-		}
-	}
-	return ready, next
 }

@@ -1,4 +1,4 @@
-package election
+package controllers
 
 import (
 	"context"
@@ -9,24 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
-// mirror keeps the current objects of one resource in every namespace,
-// as a client-go informer's store does, fed by a controllers.Follower.
+// Mirror keeps the current objects of one resource in every namespace,
+// as a client-go informer's store and indexer do, fed by a Follower.
 // Objects are the registry's, shared: never modified.
-type mirror struct {
-	follower controllers.Follower
-	// changed is called, from run's goroutine and with no lock held, with
-	// each object that changed (the last state of a deleted one), and with
-	// every object after a list.
-	changed func(obj resources.Object)
-	// index, when set, groups the objects by the key it returns.
-	index func(obj resources.Object) types.NamespacedName
+type Mirror struct {
+	follower Follower
+	changed  func(obj resources.Object) // see NewMirror
+	// index, when set, groups the objects by the key it returns; an
+	// object it returns false for is in no group.
+	index func(obj resources.Object) (types.NamespacedName, bool)
 
-	synced chan struct{} // closed after the first list
+	synced chan struct{} // closed after the first list: Synced
 
 	mu sync.Mutex // guards objs, indexed and seen
 	// objs holds the objects by namespace/name; indexed by index key,
@@ -38,22 +35,27 @@ type mirror struct {
 	seen map[types.NamespacedName]struct{}
 }
 
-func newMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) types.NamespacedName, changed func(resources.Object)) *mirror {
-	m := &mirror{
+// NewMirror returns a mirror of res. index, when not nil, groups the
+// objects (ByIndex); changed is called, from Run's goroutine and with no
+// lock held, with each object that changed (the last state of a deleted
+// one), and with every object after a list.
+func NewMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) (types.NamespacedName, bool), changed func(resources.Object)) *Mirror {
+	m := &Mirror{
 		index: index, changed: changed,
 		synced: make(chan struct{}), objs: map[types.NamespacedName]resources.Object{}, indexed: map[types.NamespacedName]map[types.NamespacedName]resources.Object{},
 	}
-	m.follower = controllers.Follower{Registry: reg, Resource: res, Log: log, Listing: m.listing, Apply: m.apply}
+	m.follower = Follower{Registry: reg, Resource: res, Log: log, Listing: m.listing, Apply: m.apply}
 	return m
 }
 
 // setLocked stores obj under k (nil: deletes k), keeping the index.
-func (m *mirror) setLocked(k types.NamespacedName, obj resources.Object) {
+func (m *Mirror) setLocked(k types.NamespacedName, obj resources.Object) {
 	if old, ok := m.objs[k]; ok && m.index != nil {
-		ik := m.index(old)
-		delete(m.indexed[ik], k)
-		if len(m.indexed[ik]) == 0 {
-			delete(m.indexed, ik)
+		if ik, ok := m.index(old); ok {
+			delete(m.indexed[ik], k)
+			if len(m.indexed[ik]) == 0 {
+				delete(m.indexed, ik)
+			}
 		}
 	}
 	if obj == nil {
@@ -61,8 +63,10 @@ func (m *mirror) setLocked(k types.NamespacedName, obj resources.Object) {
 		return
 	}
 	m.objs[k] = obj
-	if m.index != nil {
-		ik := m.index(obj)
+	if m.index == nil {
+		return
+	}
+	if ik, ok := m.index(obj); ok {
 		if m.indexed[ik] == nil {
 			m.indexed[ik] = map[types.NamespacedName]resources.Object{}
 		}
@@ -70,17 +74,17 @@ func (m *mirror) setLocked(k types.NamespacedName, obj resources.Object) {
 	}
 }
 
-// keyOf is obj's namespace and name: a struct, not their
+// KeyOf is obj's namespace and name: a struct, not their
 // "namespace/name" string, so that looking an object up allocates nothing
 // (the mirror of Leases sees every renewal).
-func keyOf(obj resources.Object) types.NamespacedName {
+func KeyOf(obj resources.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// run keeps the mirror until ctx ends or the registry fails.
-func (m *mirror) run(ctx context.Context) error { return m.follower.Run(ctx) }
+// Run keeps the mirror until ctx ends or the registry fails.
+func (m *Mirror) Run(ctx context.Context) error { return m.follower.Run(ctx) }
 
-func (m *mirror) listing() {
+func (m *Mirror) listing() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seen = map[types.NamespacedName]struct{}{}
@@ -88,7 +92,7 @@ func (m *mirror) listing() {
 
 // apply applies a batch of the follower's events; changed hears of each
 // object, and of those a list found gone.
-func (m *mirror) apply(events []registry.Event) {
+func (m *Mirror) apply(events []registry.Event) {
 	for _, ev := range events {
 		if ev.Type == watch.Bookmark {
 			if ev.InitialEnd {
@@ -97,7 +101,7 @@ func (m *mirror) apply(events []registry.Event) {
 			continue
 		}
 		obj := ev.Object.Obj
-		k := keyOf(obj)
+		k := KeyOf(obj)
 		m.mu.Lock()
 		if m.seen != nil {
 			m.seen[k] = struct{}{}
@@ -114,7 +118,7 @@ func (m *mirror) apply(events []registry.Event) {
 
 // listed ends a list: objects it did not bring were deleted while no
 // watch was open.
-func (m *mirror) listed() {
+func (m *Mirror) listed() {
 	m.mu.Lock()
 	var gone []resources.Object
 	for k, o := range m.objs {
@@ -135,27 +139,27 @@ func (m *mirror) listed() {
 	}
 }
 
-// observe records obj as the registry answered a write of it, unless the
+// Observe records obj as the registry answered a write of it, unless the
 // mirror already holds a newer state; the watch brings the same change
 // later.
-func (m *mirror) observe(obj resources.Object) {
+func (m *Mirror) Observe(obj resources.Object) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := keyOf(obj)
+	k := KeyOf(obj)
 	if newer(obj, m.objs[k]) {
 		m.setLocked(k, obj)
 	}
 }
 
-// get returns the object namespace/name, nil when there is none.
-func (m *mirror) get(namespace, name string) resources.Object {
+// Get returns the object namespace/name, nil when there is none.
+func (m *Mirror) Get(namespace, name string) resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.objs[types.NamespacedName{Namespace: namespace, Name: name}]
 }
 
-// all returns every object.
-func (m *mirror) all() []resources.Object {
+// All returns every object.
+func (m *Mirror) All() []resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]resources.Object, 0, len(m.objs))
@@ -165,8 +169,8 @@ func (m *mirror) all() []resources.Object {
 	return out
 }
 
-// byIndex returns the objects under index key ik.
-func (m *mirror) byIndex(ik types.NamespacedName) []resources.Object {
+// ByIndex returns the objects under index key ik.
+func (m *Mirror) ByIndex(ik types.NamespacedName) []resources.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]resources.Object, 0, len(m.indexed[ik]))
@@ -176,8 +180,8 @@ func (m *mirror) byIndex(ik types.NamespacedName) []resources.Object {
 	return out
 }
 
-// hasIndex reports whether any object is under index key ik.
-func (m *mirror) hasIndex(ik types.NamespacedName) bool {
+// HasIndex reports whether any object is under index key ik.
+func (m *Mirror) HasIndex(ik types.NamespacedName) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.indexed[ik]) > 0
@@ -192,3 +196,6 @@ func newer(obj, old resources.Object) bool {
 	b, _ := strconv.ParseInt(old.GetResourceVersion(), 10, 64)
 	return a > b
 }
+
+// Synced is closed once the first list has been applied.
+func (m *Mirror) Synced() <-chan struct{} { return m.synced }

@@ -1,4 +1,4 @@
-package election
+package controllers
 
 import (
 	"slices"
@@ -22,6 +22,11 @@ func candidate(name, lease, rv string) registry.Event {
 	return registry.Event{Type: watch.Added, Object: codec.Cached{Obj: c}}
 }
 
+// byLease groups candidates by the Lease they stand for.
+func byLease(obj resources.Object) (types.NamespacedName, bool) {
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.(*coordinationv1beta1.LeaseCandidate).Spec.LeaseName}, true
+}
+
 var listEnd = registry.Event{Type: watch.Bookmark, InitialEnd: true}
 
 // TestMirrorLists: a list replaces what the mirror held, index included,
@@ -30,7 +35,7 @@ var listEnd = registry.Event{Type: watch.Bookmark, InitialEnd: true}
 // a newer one.
 func TestMirrorLists(t *testing.T) {
 	var heard []string
-	m := newMirror(nil, resources.Resource{}, nil, leaseOf, func(obj resources.Object) {
+	m := NewMirror(nil, resources.Resource{}, nil, byLease, func(obj resources.Object) {
 		heard = append(heard, obj.GetName()+"@"+obj.GetResourceVersion())
 	})
 	m.listing()
@@ -42,26 +47,26 @@ func TestMirrorLists(t *testing.T) {
 	}
 	m.apply([]registry.Event{listEnd})
 	<-m.synced
-	if len(m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l1"})) != 2 {
-		t.Fatalf("index after the first list: %v", m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}))
+	if len(m.ByIndex(types.NamespacedName{Namespace: "ns", Name: "l1"})) != 2 {
+		t.Fatalf("index after the first list: %v", m.ByIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}))
 	}
 
 	// A newer state seen through a write survives a list that brings an
 	// older one.
-	m.observe(candidate("b", "l2", "9").Object.Obj)
+	m.Observe(candidate("b", "l2", "9").Object.Obj)
 	heard = nil
 	m.listing()
 	m.apply([]registry.Event{candidate("b", "l1", "7"), candidate("c", "l2", "8"), listEnd})
 	if got, want := heard, []string{"b@7", "c@8", "a@5"}; !slices.Equal(got, want) {
 		t.Errorf("changed heard %v, want %v", got, want)
 	}
-	if m.get("ns", "a") != nil {
+	if m.Get("ns", "a") != nil {
 		t.Error("a, not in the second list, is still held")
 	}
-	if b := m.get("ns", "b"); b == nil || b.GetResourceVersion() != "9" {
+	if b := m.Get("ns", "b"); b == nil || b.GetResourceVersion() != "9" {
 		t.Errorf("b: %v, want the state at 9", b)
 	}
-	if m.hasIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}) || len(m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l2"})) != 2 {
-		t.Errorf("index after the second list: l1 %v, l2 %v", m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}), m.byIndex(types.NamespacedName{Namespace: "ns", Name: "l2"}))
+	if m.HasIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}) || len(m.ByIndex(types.NamespacedName{Namespace: "ns", Name: "l2"})) != 2 {
+		t.Errorf("index after the second list: l1 %v, l2 %v", m.ByIndex(types.NamespacedName{Namespace: "ns", Name: "l1"}), m.ByIndex(types.NamespacedName{Namespace: "ns", Name: "l2"}))
 	}
 }

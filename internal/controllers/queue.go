@@ -1,0 +1,71 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Queue holds the keys of objects a controller is to look at, each with
+// when it falls due, as client-go's delaying workqueue does; a key is
+// held once, at its earliest time.
+type Queue struct {
+	mu sync.Mutex // guards at
+	at map[types.NamespacedName]time.Time
+	// wake has room for one wake-up: a full channel already holds one,
+	// which covers any number of adds.
+	wake chan struct{}
+}
+
+// NewQueue returns an empty queue.
+func NewQueue() *Queue {
+	return &Queue{at: map[types.NamespacedName]time.Time{}, wake: make(chan struct{}, 1)}
+}
+
+// Add queues k for at, or keeps it for earlier if it already is.
+func (q *Queue) Add(k types.NamespacedName, at time.Time) {
+	q.mu.Lock()
+	if cur, ok := q.at[k]; !ok || at.Before(cur) {
+		q.at[k] = at
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Due takes the keys due at now, and returns when the next of the others
+// is (zero: none).
+func (q *Queue) Due(now time.Time) (ready []types.NamespacedName, next time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k, at := range q.at {
+		if !at.After(now) {
+			ready = append(ready, k)
+			delete(q.at, k)
+		} else {
+			next = earliest(next, at)
+		}
+	}
+	return ready, next
+}
+
+// Wake receives after an Add: a worker waiting for keys wakes there.
+func (q *Queue) Wake() <-chan struct{} { return q.wake }
+
+// Len is the number of keys queued.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.at)
+}
+
+// earliest returns the earlier of two times, a zero time meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
