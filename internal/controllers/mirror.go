@@ -18,7 +18,7 @@ import (
 // Objects are the registry's, shared: never modified.
 type Mirror struct {
 	follower Follower
-	changed  func(obj resources.Object) // see NewMirror
+	changed  func(obj, old resources.Object) // see NewMirror
 	// index, when set, groups the objects by the key it returns; an
 	// object it returns false for is in no group.
 	index func(obj resources.Object) (types.NamespacedName, bool)
@@ -38,8 +38,9 @@ type Mirror struct {
 // NewMirror returns a mirror of res. index, when not nil, groups the
 // objects (ByIndex); changed is called, from Run's goroutine and with no
 // lock held, with each object that changed (the last state of a deleted
-// one), and with every object after a list.
-func NewMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) (types.NamespacedName, bool), changed func(resources.Object)) *Mirror {
+// one) and the state the mirror held before (nil: none), and with every
+// object after a list.
+func NewMirror(reg *registry.Registry, res resources.Resource, log *slog.Logger, index func(resources.Object) (types.NamespacedName, bool), changed func(obj, old resources.Object)) *Mirror {
 	m := &Mirror{
 		index: index, changed: changed,
 		synced: make(chan struct{}), objs: map[types.NamespacedName]resources.Object{}, indexed: map[types.NamespacedName]map[types.NamespacedName]resources.Object{},
@@ -106,13 +107,14 @@ func (m *Mirror) apply(events []registry.Event) {
 		if m.seen != nil {
 			m.seen[k] = struct{}{}
 		}
+		old := m.objs[k]
 		if ev.Type == watch.Deleted {
 			m.setLocked(k, nil)
 		} else if newer(obj, m.objs[k]) {
 			m.setLocked(k, obj)
 		}
 		m.mu.Unlock()
-		m.changed(obj)
+		m.changed(obj, old)
 	}
 }
 
@@ -130,7 +132,7 @@ func (m *Mirror) listed() {
 	m.seen = nil
 	m.mu.Unlock()
 	for _, o := range gone {
-		m.changed(o)
+		m.changed(o, o)
 	}
 	select {
 	case <-m.synced:

@@ -35,7 +35,7 @@ var listEnd = registry.Event{Type: watch.Bookmark, InitialEnd: true}
 // a newer one.
 func TestMirrorLists(t *testing.T) {
 	var heard []string
-	m := NewMirror(nil, resources.Resource{}, nil, byLease, func(obj resources.Object) {
+	m := NewMirror(nil, resources.Resource{}, nil, byLease, func(obj, _ resources.Object) {
 		heard = append(heard, obj.GetName()+"@"+obj.GetResourceVersion())
 	})
 	m.listing()

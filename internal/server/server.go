@@ -31,6 +31,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/controllers/clusterroleaggregation"
 	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
+	"github.com/leasehold/leasehold/internal/controllers/endpointslicemirroring"
 	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/datadir"
@@ -346,6 +347,9 @@ func (s *Server) controllerList() []controllers.Controller {
 	}
 	if _, ok := s.reg.ResourceFor(electioncontroller.LeaseCandidates); ok && s.cfg.CoordinatedLeaderElection {
 		cs = append(cs, electioncontroller.New(s.reg, s.log))
+	}
+	if _, ok := s.reg.ResourceFor(endpointslicemirroring.EndpointSliceKind); ok {
+		cs = append(cs, endpointslicemirroring.New(s.reg, s.log))
 	}
 	if s.leaseMetrics != nil {
 		cs = append(cs, s.leaseMetrics.Controller())

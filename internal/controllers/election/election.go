@@ -85,12 +85,12 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 		return nil, errors.New("leasecandidates are not served")
 	}
 	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: controllers.NewQueue(), lastErr: map[types.NamespacedName]string{}}
-	c.leases = controllers.NewMirror(reg, leaseRes, log, nil, func(obj resources.Object) {
+	c.leases = controllers.NewMirror(reg, leaseRes, log, nil, func(obj, _ resources.Object) {
 		if k := controllers.KeyOf(obj); c.cands.HasIndex(k) {
 			c.queue.Add(k, c.now())
 		}
 	})
-	c.cands = controllers.NewMirror(reg, candRes, log, indexByLease, func(obj resources.Object) {
+	c.cands = controllers.NewMirror(reg, candRes, log, indexByLease, func(obj, _ resources.Object) {
 		c.queue.Add(leaseOf(obj), c.now())
 	})
 	return c, nil
