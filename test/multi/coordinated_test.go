@@ -28,7 +28,7 @@ func TestCoordinatedLeaderElection(t *testing.T) {
 	acts := &actions{}
 	d := deploy(t, 3, func(t testing.TB, i int, dir, addr string, etcd []string) replica {
 		r := &inProcess{name: fmt.Sprintf("r%d", i), dir: dir, addr: addr, etcd: etcd, opts: []testserver.Option{func(c *server.Config) {
-			c.Logger = slog.New(&logRecorder{acts: acts, replica: i, next: testserver.Logger().Handler()})
+			c.Logger = slog.New(&logRecorder{controller: electioncontroller.Name, acts: acts, replica: i, next: testserver.Logger().Handler()})
 		}}}
 		r.start(t)
 		return r
@@ -68,7 +68,10 @@ const (
 	stoppedMsg = "controller no longer runs here"
 )
 
-var writeMsgs = []string{"pinged candidate", "deleted expired candidate"}
+// writeMsgs are the messages of the controllers' writes other than a
+// Lease's: the election controller's pings and deletions, the mirroring
+// controller's writes of an Endpoints' slices.
+var writeMsgs = []string{"pinged candidate", "deleted expired candidate", "mirrored endpoints"}
 
 // isWrite reports whether msg is the log of one of the controller's
 // writes: a ping, a deletion, or a Lease write ("lease ...").
@@ -186,13 +189,14 @@ func (a *actions) check(t *testing.T, replicas int) {
 	}
 }
 
-// logRecorder is a slog handler that records the coordinated leader election
-// controller's records (attribute controller=coordinated-leader-election)
-// of one replica, and passes every record on to next.
+// logRecorder is a slog handler that records one controller's records
+// (attribute controller=NAME) of one replica, and passes every record on
+// to next.
 type logRecorder struct {
-	acts    *actions
-	replica int
-	next    slog.Handler
+	controller string
+	acts       *actions
+	replica    int
+	next       slog.Handler
 	// ours is set when the logger's attributes name the controller.
 	ours bool
 }
@@ -202,7 +206,7 @@ func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (h *logRecorder) Handle(ctx context.Context, r slog.Record) error {
 	ours := h.ours
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "controller" && a.Value.String() == electioncontroller.Name {
+		if a.Key == "controller" && a.Value.String() == h.controller {
 			ours = true
 		}
 		return !ours
@@ -220,7 +224,7 @@ func (h *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
 	c := *h
 	c.next = h.next.WithAttrs(attrs)
 	for _, a := range attrs {
-		if a.Key == "controller" && a.Value.String() == electioncontroller.Name {
+		if a.Key == "controller" && a.Value.String() == h.controller {
 			c.ours = true
 		}
 	}

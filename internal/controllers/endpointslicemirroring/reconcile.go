@@ -36,7 +36,7 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) erro
 		ep = o.(*corev1.Endpoints)
 	}
 	if ep == nil || !shouldMirror(ep) {
-		return c.write(ctx, ep, &plan{remove: existing})
+		return c.write(ctx, k, ep, &plan{remove: existing})
 	}
 	d := desiredFor(ep, maxEndpointsPerSubset)
 	if d.invalid > 0 {
@@ -53,9 +53,9 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) erro
 	if errs := c.validate(&p); len(errs) > 0 {
 		c.recorder.Eventf(ep, corev1.EventTypeWarning, reasonFailedToMirror,
 			"Cannot mirror to EndpointSlices: %s", errs.ToAggregate().Error())
-		return c.write(ctx, ep, &plan{remove: existing})
+		return c.write(ctx, k, ep, &plan{remove: existing})
 	}
-	return c.write(ctx, ep, &p)
+	return c.write(ctx, k, ep, &p)
 }
 
 // planFor compares the slices ep should mirror to (d) with the existing
@@ -156,11 +156,11 @@ func generatedName(prefix string) string {
 	return prefix + strings.Repeat("x", 5)
 }
 
-// write carries out p for ep (nil: the Endpoints is gone): creates, then
+// write carries out p for the Endpoints k, ep (nil: gone): creates, then
 // updates, then deletes, as kube-controller-manager does. Nothing is
 // created for an Endpoints being deleted, nor in a terminating
 // namespace.
-func (c *controller) write(ctx context.Context, ep *corev1.Endpoints, p *plan) error {
+func (c *controller) write(ctx context.Context, k types.NamespacedName, ep *corev1.Endpoints, p *plan) error {
 	if p.empty() {
 		return nil
 	}
@@ -194,6 +194,7 @@ func (c *controller) write(ctx context.Context, ep *corev1.Endpoints, p *plan) e
 			return fmt.Errorf("deleting EndpointSlice %s/%s: %w", s.Namespace, s.Name, err)
 		}
 	}
+	c.log.Debug("mirrored endpoints", "endpoints", k.String(), "created", len(p.create), "updated", len(p.update), "deleted", len(p.remove))
 	return nil
 }
 
