@@ -43,7 +43,7 @@ func TestClientGoOpenAPIV3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]schema.GroupVersion{{Group: "coordination.k8s.io", Version: "v1"}, {Group: "events.k8s.io", Version: "v1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"}, {Version: "v1"}}, gvs); diff != "" {
+	if diff := cmp.Diff([]schema.GroupVersion{{Group: "coordination.k8s.io", Version: "v1"}, {Group: "discovery.k8s.io", Version: "v1"}, {Group: "events.k8s.io", Version: "v1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"}, {Version: "v1"}}, gvs); diff != "" {
 		t.Errorf("group versions (-want +got):\n%s", diff)
 	}
 	for _, c := range []struct {

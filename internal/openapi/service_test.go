@@ -66,8 +66,8 @@ type operation struct {
 }
 
 // wantOperations are the operations kube-apiserver documents for Leases,
-// Endpoints, Events (core and events.k8s.io), Namespaces and the
-// discovery and version endpoints.
+// Endpoints, EndpointSlices, Events (core and events.k8s.io), Namespaces
+// and the discovery and version endpoints.
 var wantOperations = []operation{
 	{"GET", "/api/", "getCoreAPIVersions", ""},
 	{"GET", "/apis/", "getAPIVersions", ""},
@@ -99,6 +99,20 @@ var wantOperations = []operation{
 	{"PATCH", "/api/v1/namespaces/{namespace}/endpoints/{name}", "patchCoreV1NamespacedEndpoints", "patch"},
 	{"DELETE", "/api/v1/namespaces/{namespace}/endpoints/{name}", "deleteCoreV1NamespacedEndpoints", "delete"},
 	{"GET", "/api/v1/watch/namespaces/{namespace}/endpoints/{name}", "watchCoreV1NamespacedEndpoints", "watch"},
+
+	{"GET", "/apis/discovery.k8s.io/", "getDiscoveryAPIGroup", ""},
+	{"GET", "/apis/discovery.k8s.io/v1/", "getDiscoveryV1APIResources", ""},
+	{"GET", "/apis/discovery.k8s.io/v1/endpointslices", "listDiscoveryV1EndpointSliceForAllNamespaces", "list"},
+	{"GET", "/apis/discovery.k8s.io/v1/watch/endpointslices", "watchDiscoveryV1EndpointSliceListForAllNamespaces", "watchlist"},
+	{"GET", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", "listDiscoveryV1NamespacedEndpointSlice", "list"},
+	{"POST", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", "createDiscoveryV1NamespacedEndpointSlice", "post"},
+	{"DELETE", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", "deleteDiscoveryV1CollectionNamespacedEndpointSlice", "deletecollection"},
+	{"GET", "/apis/discovery.k8s.io/v1/watch/namespaces/{namespace}/endpointslices", "watchDiscoveryV1NamespacedEndpointSliceList", "watchlist"},
+	{"GET", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/{name}", "readDiscoveryV1NamespacedEndpointSlice", "get"},
+	{"PUT", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/{name}", "replaceDiscoveryV1NamespacedEndpointSlice", "put"},
+	{"PATCH", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/{name}", "patchDiscoveryV1NamespacedEndpointSlice", "patch"},
+	{"DELETE", "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/{name}", "deleteDiscoveryV1NamespacedEndpointSlice", "delete"},
+	{"GET", "/apis/discovery.k8s.io/v1/watch/namespaces/{namespace}/endpointslices/{name}", "watchDiscoveryV1NamespacedEndpointSlice", "watch"},
 
 	{"GET", "/api/v1/events", "listCoreV1EventForAllNamespaces", "list"},
 	{"GET", "/api/v1/watch/events", "watchCoreV1EventListForAllNamespaces", "watchlist"},
@@ -355,13 +369,16 @@ func TestV2Definitions(t *testing.T) {
 		"io.k8s.api.coordination.v1.Lease":                        {map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "Lease"}},
 		"io.k8s.api.coordination.v1.LeaseList":                    {map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "LeaseList"}},
 		"io.k8s.api.core.v1.Endpoints":                            {map[string]any{"group": "", "version": "v1", "kind": "Endpoints"}},
+		"io.k8s.api.discovery.v1.EndpointSlice":                   {map[string]any{"group": "discovery.k8s.io", "version": "v1", "kind": "EndpointSlice"}},
+		"io.k8s.api.discovery.v1.EndpointSliceList":               {map[string]any{"group": "discovery.k8s.io", "version": "v1", "kind": "EndpointSliceList"}},
+		"io.k8s.api.discovery.v1.Endpoint":                        nil,
 		"io.k8s.api.core.v1.Namespace":                            {map[string]any{"group": "", "version": "v1", "kind": "Namespace"}},
 		"io.k8s.api.core.v1.Event":                                {map[string]any{"group": "", "version": "v1", "kind": "Event"}},
 		"io.k8s.api.events.v1.Event":                              {map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "Event"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Status":             {map[string]any{"group": "", "version": "v1", "kind": "Status"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList":    {map[string]any{"group": "", "version": "v1", "kind": "APIResourceList"}},
-		"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":         {map[string]any{"group": "", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "WatchEvent"}},
-		"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions":      {map[string]any{"group": "", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "DeleteOptions"}},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":         {map[string]any{"group": "", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "discovery.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "WatchEvent"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "WatchEvent"}},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions":      {map[string]any{"group": "", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "coordination.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "discovery.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "events.k8s.io", "version": "v1", "kind": "DeleteOptions"}, map[string]any{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "DeleteOptions"}},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":         nil,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime":          nil,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Patch":              nil,
@@ -426,11 +443,11 @@ func TestV2Protobuf(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 6 discovery and version paths, 6 for each of Leases, Endpoints
-	// and Namespaces (status and finalize included); for Events 2
-	// discovery paths and 6 in each of their two groups; 2 discovery paths
-	// and 20 for RBAC's four kinds.
-	if got := len(doc.GetPaths().GetPath()); got != 60 {
-		t.Errorf("%d paths, want 60", got)
+	// and Namespaces (status and finalize included); for EndpointSlices
+	// 2 discovery paths and 6; for Events 2 discovery paths and 6 in each
+	// of their two groups; 2 discovery paths and 20 for RBAC's four kinds.
+	if got := len(doc.GetPaths().GetPath()); got != 68 {
+		t.Errorf("%d paths, want 68", got)
 	}
 	jsonResp, _ := get(t, s, "/openapi/v2", "")
 	if resp.Header.Get("Etag") != jsonResp.Header.Get("Etag") || resp.Header.Get("Etag") == "" {
@@ -457,7 +474,7 @@ func TestV3Index(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io", "apis/coordination.k8s.io/v1", "apis/events.k8s.io", "apis/events.k8s.io/v1", "apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1", "version"}
+	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io", "apis/discovery.k8s.io/v1", "apis/events.k8s.io", "apis/events.k8s.io/v1", "apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1", "version"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("documents (-want +got):\n%s", diff)
 	}

@@ -159,7 +159,7 @@ func TestLeaseCandidates(t *testing.T) {
 		off := testserver.Start(t, func(c *server.Config) { c.CoordinatedLeaderElection = false })
 		byGV, preferred := groupVersions(t, off)
 		for gv := range byGV {
-			if gv != "v1" && gv != "coordination.k8s.io/v1" && gv != "events.k8s.io/v1" && gv != "authentication.k8s.io/v1" && gv != "authorization.k8s.io/v1" && gv != "rbac.authorization.k8s.io/v1" {
+			if gv != "v1" && gv != "coordination.k8s.io/v1" && gv != "discovery.k8s.io/v1" && gv != "events.k8s.io/v1" && gv != "authentication.k8s.io/v1" && gv != "authorization.k8s.io/v1" && gv != "rbac.authorization.k8s.io/v1" {
 				t.Errorf("serves %s: %q", gv, byGV[gv])
 			}
 		}

@@ -48,6 +48,12 @@ func TestDiscovery(t *testing.T) {
 		if fin, ok := byGV["v1"]["namespaces/finalize"]; !ok || !slices.Equal(fin.Verbs, []string{"update"}) {
 			t.Errorf("namespaces/finalize: %+v", fin)
 		}
+		// EndpointSlices have no short name.
+		slice := byGV["discovery.k8s.io/v1"]["endpointslices"]
+		if slice.Kind != "EndpointSlice" || !slice.Namespaced || slice.SingularName != "endpointslice" || len(slice.ShortNames) != 0 ||
+			!slices.Equal(slice.Verbs, []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}) {
+			t.Errorf("endpointslices: %+v", slice)
+		}
 		// Events in both groups.
 		for _, gv := range []string{"v1", "events.k8s.io/v1"} {
 			ev := byGV[gv]["events"]
@@ -66,7 +72,7 @@ func TestDiscovery(t *testing.T) {
 
 	// The legacy per-group-version documents say the same.
 	var legacy []*metav1.APIResourceList
-	for _, gv := range []string{"v1", "coordination.k8s.io/v1", "events.k8s.io/v1"} {
+	for _, gv := range []string{"v1", "coordination.k8s.io/v1", "events.k8s.io/v1", "discovery.k8s.io/v1"} {
 		l, err := dc.ServerResourcesForGroupVersion(gv)
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +85,9 @@ func TestDiscovery(t *testing.T) {
 	}
 	if l := legacy[0]; l.APIResources[0].StorageVersionHash != "fWeeMqaN/OA=" {
 		t.Errorf("endpoints storageVersionHash %q", l.APIResources[0].StorageVersionHash)
+	}
+	if l := legacy[3]; len(l.APIResources) != 1 || l.APIResources[0].StorageVersionHash != "qgS0xkrxYAI=" {
+		t.Errorf("endpointslices: %+v", l.APIResources)
 	}
 	// Events, stored once, have kube-apiserver's hash of core v1 Event in
 	// both groups.
@@ -97,7 +106,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name+"="+g.PreferredVersion.GroupVersion)
 	}
-	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1", "events.k8s.io=events.k8s.io/v1", "rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1"}
+	want := []string{"=v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1", "discovery.k8s.io=discovery.k8s.io/v1", "events.k8s.io=events.k8s.io/v1", "rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
 	}

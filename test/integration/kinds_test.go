@@ -78,6 +78,23 @@ func TestKinds(t *testing.T) {
 			},
 			InvalidField: "subsets[0].ports[0].port",
 		},
+		"endpointslices": {
+			Resource: storage(schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}),
+			Content: func() map[string]any {
+				return map[string]any{
+					"addressType": "IPv4",
+					"endpoints":   []any{map[string]any{"addresses": []any{"10.0.0.1"}, "conditions": map[string]any{"ready": true}}},
+					"ports":       []any{map[string]any{"name": "http", "port": int64(80), "protocol": "TCP"}},
+				}
+			},
+			// A metadata change: the suite expects the generation kept,
+			// which a change of endpoints or ports would bump.
+			Change: annotate,
+			Invalid: func(obj map[string]any) {
+				obj["endpoints"].([]any)[0].(map[string]any)["addresses"] = []any{"127.0.0.1"}
+			},
+			InvalidField: "endpoints[0].addresses[0]",
+		},
 		"events": {
 			Resource: storage(schema.GroupKind{Kind: "Event"}),
 			Content: func() map[string]any {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/endpoints"
+	"github.com/leasehold/leasehold/internal/resources/endpointslice"
 	"github.com/leasehold/leasehold/internal/resources/event"
 	"github.com/leasehold/leasehold/internal/resources/lease"
 	"github.com/leasehold/leasehold/internal/resources/leasecandidate"
@@ -34,6 +35,7 @@ func Kinds(opts Options) []*resources.Kind {
 		namespace.New(),
 		lease.New(lease.Options{CoordinatedLeaderElection: opts.CoordinatedLeaderElection}),
 		endpoints.New(),
+		endpointslice.New(),
 		event.New(event.Options{TTL: opts.EventTTL}),
 		rbac.NewClusterRole(),
 		rbac.NewClusterRoleBinding(),

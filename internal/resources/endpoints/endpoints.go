@@ -132,7 +132,7 @@ func validateSubsets(subsets []corev1.EndpointSubset, fldPath *field.Path) field
 }
 
 // validateAddress is validateEndpointAddress. The IP is checked twice, by
-// the legacy IP-syntax check first and by validateEndpointIP last, so an
+// the legacy IP-syntax check first and by ValidateEndpointIP last, so an
 // unparseable IP yields two errors with different details. targetRef is not
 // validated.
 func validateAddress(addr *corev1.EndpointAddress, fldPath *field.Path) field.ErrorList {
@@ -149,13 +149,14 @@ func validateAddress(addr *corev1.EndpointAddress, fldPath *field.Path) field.Er
 			errs = append(errs, field.Invalid(fldPath.Child("nodeName"), *addr.NodeName, msg).WithOrigin("format=dns-label"))
 		}
 	}
-	return append(errs, validateEndpointIP(addr.IP, ipPath)...)
+	return append(errs, ValidateEndpointIP(addr.IP, ipPath)...)
 }
 
-// validateEndpointIP is ValidateEndpointIP: it rejects the address kinds
-// that make no sense as a destination. Each applicable rule is its own
-// error. Other multicast and broadcast addresses pass, as upstream.
-func validateEndpointIP(value string, fldPath *field.Path) field.ErrorList {
+// ValidateEndpointIP is kube-apiserver's ValidateEndpointIP, which
+// Endpoints and EndpointSlices share: it rejects the address kinds that
+// make no sense as a destination. Each applicable rule is its own error.
+// Other multicast and broadcast addresses pass, as upstream.
+func ValidateEndpointIP(value string, fldPath *field.Path) field.ErrorList {
 	ip := netutils.ParseIPSloppy(value)
 	if ip == nil {
 		return field.ErrorList{field.Invalid(fldPath, value, "must be a valid IP address").WithOrigin("format=ip-sloppy")}
