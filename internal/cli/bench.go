@@ -25,6 +25,7 @@ Scenarios (each drives a running server through its API):
   fanout   many watchers of one large Endpoints object being updated
   overload writes offered faster than the server sustains: how it sheds them
   storm    lease renewals paced as holders renew them, during an event storm
+  mirror   Endpoints mirrored into EndpointSlices: how long, how much memory, a burst
 
 Run "leasehold bench <scenario> -h" for its flags.
 `
@@ -84,6 +85,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&sc.WaitExpiry, "wait-expiry", 0, "after the storm, wait at most this long for the server to expire the events (--event-ttl), and report the sizes again")
 		fs.DurationVar(&sc.Settle, "settle", time.Minute, "with --wait-expiry, how long to wait after the last event expired before reporting")
 		run = func(e *bench.Env) error { sc.Namespace = *namespace; return bench.Storm(ctx, e, sc) }
+	case "mirror":
+		mc := bench.MirrorConfig{}
+		fs.IntVar(&mc.Endpoints, "endpoints", 10000, "Endpoints to create (ep-NNNNNN), each mirrored to a slice")
+		fs.IntVar(&mc.Addresses, "addresses", 10, "addresses of each Endpoints")
+		fs.IntVar(&mc.Burst, "burst", 1000, "Endpoints updated at once after they are all mirrored")
+		fs.IntVar(&mc.Clients, "clients", 32, "parallel clients")
+		run = func(e *bench.Env) error { mc.Namespace = *namespace; return bench.Mirror(ctx, e, mc) }
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil

@@ -108,9 +108,12 @@ func (m *Mirror) apply(events []registry.Event) {
 			m.seen[k] = struct{}{}
 		}
 		old := m.objs[k]
+		// The same state as held replaces it too: a write's answer
+		// (Observe) gives way to the watch's object, which the
+		// registry's cache shares, instead of being a copy held twice.
 		if ev.Type == watch.Deleted {
 			m.setLocked(k, nil)
-		} else if newer(obj, m.objs[k]) {
+		} else if old == nil || !newer(old, obj) {
 			m.setLocked(k, obj)
 		}
 		m.mu.Unlock()
