@@ -174,4 +174,41 @@ func TestKubectlEndpointSlices(t *testing.T) {
 		}
 		w.next(`^empty\s+FQDN\s+<unset>\s+<unset>\s+\d+s$`)
 	})
+
+	t.Run("an applied Endpoints is mirrored", func(t *testing.T) {
+		path := file(t, "endpoints.yaml", `apiVersion: v1
+kind: Endpoints
+metadata:
+  name: api
+  namespace: slices
+  labels:
+    app: api
+subsets:
+- addresses: [{ip: 10.0.5.1}, {ip: 10.0.5.2}]
+  notReadyAddresses: [{ip: 10.0.5.3}]
+  ports: [{name: grpc, port: 9090}]
+`)
+		k.ok("", "apply", "-f", path)
+		var rows [][]string
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out := k.ok("", "get", "endpointslices", "-n", "slices", "-l", "kubernetes.io/service-name=api,app=api")
+			if strings.Contains(out, "10.0.5.1") {
+				rows = table(t, "mirrored slice", out, "NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE")
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no mirrored slice after 20 s:\n%s", out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(rows) != 1 || !strings.HasPrefix(rows[0][0], "api-") || rows[0][1] != "IPv4" || rows[0][2] != "9090" || rows[0][3] != "10.0.5.1,10.0.5.2,10.0.5.3" {
+			t.Errorf("mirrored slice rows: %q", rows)
+		}
+		got := k.ok("", "get", "endpointslices", "-n", "slices", "-l", "kubernetes.io/service-name=api", "-o",
+			"jsonpath={.items[0].metadata.labels.endpointslice\\.kubernetes\\.io/managed-by} {.items[0].endpoints[2].conditions.ready} {.items[0].metadata.ownerReferences[0].kind}")
+		if got != "endpointslicemirroring-controller.k8s.io false Endpoints" {
+			t.Errorf("mirrored slice: %q", got)
+		}
+	})
 }
