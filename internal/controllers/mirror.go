@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -204,3 +206,23 @@ func newer(obj, old resources.Object) bool {
 
 // Synced is closed once the first list has been applied.
 func (m *Mirror) Synced() <-chan struct{} { return m.synced }
+
+// RunMirrored runs the mirrors and, once each has listed, work, until
+// ctx ends or one of them fails.
+func RunMirrored(ctx context.Context, mirrors []*Mirror, work func(ctx context.Context) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, m := range mirrors {
+		g.Go(func() error { return m.Run(gctx) })
+	}
+	g.Go(func() error {
+		for _, m := range mirrors {
+			select {
+			case <-m.Synced():
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return work(gctx)
+	})
+	return g.Wait()
+}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -52,8 +53,23 @@ func (q *Queue) Due(now time.Time) (ready []types.NamespacedName, next time.Time
 	return ready, next
 }
 
-// Wake receives after an Add: a worker waiting for keys wakes there.
-func (q *Queue) Wake() <-chan struct{} { return q.wake }
+// Wait returns once a key is added, at the latest after d (d < 0: no
+// bound), or with ctx's error when ctx ends.
+func (q *Queue) Wait(ctx context.Context, d time.Duration) error {
+	var timeout <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.wake:
+	case <-timeout:
+	}
+	return nil
+}
 
 // Len is the number of keys queued.
 func (q *Queue) Len() int {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,25 +104,12 @@ func leaseOf(obj resources.Object) types.NamespacedName {
 }
 
 func (c *controller) run(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.leases.Run(gctx) })
-	g.Go(func() error { return c.cands.Run(gctx) })
-	g.Go(func() error { return c.work(gctx) })
-	return g.Wait()
+	return controllers.RunMirrored(ctx, []*controllers.Mirror{c.leases, c.cands}, c.work)
 }
 
 // work takes the queued Leases as they fall due, and collects expired
 // candidates every gcInterval, until ctx ends.
 func (c *controller) work(ctx context.Context) error {
-	for _, m := range []*controllers.Mirror{c.leases, c.cands} {
-		select {
-		case <-m.Synced():
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	gcAt := c.now()
 	for {
 		if now := c.now(); !now.Before(gcAt) {
@@ -139,12 +125,8 @@ func (c *controller) work(ctx context.Context) error {
 		if len(ready) > 0 {
 			continue // what they queued may be due already
 		}
-		timer.Reset(earliest(next, gcAt).Sub(c.now()))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.queue.Wake():
-		case <-timer.C:
+		if err := c.queue.Wait(ctx, max(earliest(next, gcAt).Sub(c.now()), 0)); err != nil {
+			return err
 		}
 	}
 }

@@ -173,24 +173,11 @@ func (c *controller) expect(k types.NamespacedName, rv string) {
 }
 
 func (c *controller) run(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.endpoints.Run(gctx) })
-	g.Go(func() error { return c.slices.Run(gctx) })
-	g.Go(func() error { return c.work(gctx) })
-	return g.Wait()
+	return controllers.RunMirrored(ctx, []*controllers.Mirror{c.endpoints, c.slices}, c.work)
 }
 
 // work mirrors the queued Endpoints as they fall due, until ctx ends.
 func (c *controller) work(ctx context.Context) error {
-	for _, m := range []*controllers.Mirror{c.endpoints, c.slices} {
-		select {
-		case <-m.Synced():
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	for {
 		ready, next := c.queue.Due(c.now())
 		if len(ready) > 0 {
@@ -205,16 +192,12 @@ func (c *controller) work(ctx context.Context) error {
 			g.Wait()
 			continue
 		}
-		wait := time.Hour
+		wait := time.Duration(-1)
 		if !next.IsZero() {
-			wait = next.Sub(c.now())
+			wait = max(next.Sub(c.now()), 0)
 		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.queue.Wake():
-		case <-timer.C:
+		if err := c.queue.Wait(ctx, wait); err != nil {
+			return err
 		}
 	}
 }
