@@ -114,18 +114,45 @@ type electionFlags struct {
 	clientFlags
 	e        lock.Election
 	logLevel string
+	fs       *flag.FlagSet
 }
 
 func (f *electionFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	f.clientFlags.register(fs)
 	fs.DurationVar(&f.e.LeaseDuration, "lease-duration", lock.DefaultLeaseDuration, "how long a lease lasts without renewal (whole seconds)")
-	fs.DurationVar(&f.e.RenewDeadline, "renew-deadline", lock.DefaultRenewDeadline, "how long the holder retries renewing before it gives up the lease")
-	fs.DurationVar(&f.e.RetryPeriod, "retry-period", lock.DefaultRetryPeriod, "time between attempts to acquire or renew")
+	fs.DurationVar(&f.e.RenewDeadline, "renew-deadline", lock.DefaultRenewDeadline, "how long the holder retries renewing before it gives up the lease (given --lease-duration alone: 2/3 of it)")
+	fs.DurationVar(&f.e.RetryPeriod, "retry-period", lock.DefaultRetryPeriod, "time between attempts to acquire or renew (given --lease-duration alone: 2/15 of it)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+}
+
+// scaleDurations gives a renew deadline and a retry period not set on the
+// command line the share of the lease duration client-go's defaults
+// have (15 s, 10 s, 2 s), when the lease duration was set: --lease-duration
+// 3s alone means a 2 s deadline and 400 ms retries, not a refusal because
+// the default 10 s deadline is longer. Flags set explicitly stay, and are
+// checked as given.
+func scaleDurations(e *lock.Election, set map[string]bool) {
+	if !set["lease-duration"] {
+		return
+	}
+	// In seconds: durations multiplied by durations overflow.
+	ratio := func(d time.Duration) time.Duration {
+		return e.LeaseDuration * (d / time.Second) / (lock.DefaultLeaseDuration / time.Second)
+	}
+	if !set["renew-deadline"] {
+		e.RenewDeadline = ratio(lock.DefaultRenewDeadline)
+	}
+	if !set["retry-period"] {
+		e.RetryPeriod = ratio(lock.DefaultRetryPeriod)
+	}
 }
 
 // complete fills in the election after parsing.
 func (f *electionFlags) complete(name, userAgent string, stderr io.Writer) error {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	scaleDurations(&f.e, set)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/leasehold/leasehold/internal/lock"
 )
 
 func TestLockArgs(t *testing.T) {
@@ -63,6 +65,30 @@ func TestLockUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"lock", "-h"}, {"elect", "-h"}, {"lock", "name", "-h", "--", "true"}} {
 		if err := Run(context.Background(), args, io.Discard, io.Discard); err != nil {
 			t.Errorf("%q: %v, want nil (exit 0)", args, err)
+		}
+	}
+}
+
+func TestScaleDurations(t *testing.T) {
+	for _, tc := range []struct {
+		set                  []string
+		lease, renew, retry  time.Duration
+		wantRenew, wantRetry time.Duration
+	}{
+		{nil, 15 * time.Second, 10 * time.Second, 2 * time.Second, 10 * time.Second, 2 * time.Second},
+		{[]string{"lease-duration"}, 3 * time.Second, 10 * time.Second, 2 * time.Second, 2 * time.Second, 400 * time.Millisecond},
+		{[]string{"lease-duration"}, 60 * time.Second, 10 * time.Second, 2 * time.Second, 40 * time.Second, 8 * time.Second},
+		{[]string{"lease-duration", "renew-deadline"}, 3 * time.Second, 5 * time.Second, 2 * time.Second, 5 * time.Second, 400 * time.Millisecond},
+		{[]string{"lease-duration", "retry-period"}, 3 * time.Second, 10 * time.Second, time.Second, 2 * time.Second, time.Second},
+	} {
+		set := map[string]bool{}
+		for _, s := range tc.set {
+			set[s] = true
+		}
+		e := lock.Election{LeaseDuration: tc.lease, RenewDeadline: tc.renew, RetryPeriod: tc.retry}
+		scaleDurations(&e, set)
+		if e.RenewDeadline != tc.wantRenew || e.RetryPeriod != tc.wantRetry {
+			t.Errorf("%v %v: renew %v retry %v, want %v %v", tc.set, tc.lease, e.RenewDeadline, e.RetryPeriod, tc.wantRenew, tc.wantRetry)
 		}
 	}
 }

@@ -434,3 +434,19 @@ func waiterStarted(t *testing.T, p *locktest.Proc) time.Time {
 	t.Helper()
 	return logTime(t, p.Stderr.String(), "running the command")
 }
+
+// TestLockLeaseDurationAlone: --lease-duration 3s alone scales the renew
+// deadline and retry period from it (2 s, 400 ms), in client-go's ratio,
+// instead of refusing because the default 10 s deadline is longer; a
+// deadline given explicitly is still checked against it.
+func TestLockLeaseDurationAlone(t *testing.T) {
+	e := newEnv(t)
+	p := locktest.Start(t, e.bin.Leasehold, "lock", "--kubeconfig", e.srv.Kubeconfig(), "--lease-duration", "3s", "short", "--", e.bin.Child, "exit", "0")
+	if code, _ := p.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	p = locktest.Start(t, e.bin.Leasehold, "lock", "--kubeconfig", e.srv.Kubeconfig(), "--lease-duration", "3s", "--renew-deadline", "5s", "short", "--", e.bin.Child, "exit", "0")
+	if code, _ := p.Wait(t, 30*time.Second); code != lock.ExitFailed {
+		t.Errorf("--renew-deadline 5s longer than --lease-duration 3s: exit code %d, want %d", code, lock.ExitFailed)
+	}
+}
