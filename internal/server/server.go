@@ -32,6 +32,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controllers/clusterroleaggregation"
 	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
 	"github.com/leasehold/leasehold/internal/controllers/endpointslicemirroring"
+	"github.com/leasehold/leasehold/internal/controllers/leaseexpiry"
 	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
 	"github.com/leasehold/leasehold/internal/datadir"
@@ -197,6 +198,7 @@ type Server struct {
 	reg   *registry.Registry
 	// controllers run beside the registry.
 	controllers *controllers.Runner
+	leaseExpiry *leaseexpiry.Expirer
 	// leaseMetrics observes the leases for /metrics; nil when the kinds
 	// served have no Lease.
 	leaseMetrics *leasemetrics.Observer
@@ -297,6 +299,11 @@ func New(cfg Config) (*Server, error) {
 		s.log.Debug("no lease metrics", "err", err)
 		s.leaseMetrics = nil
 	}
+	if s.leaseExpiry, err = leaseexpiry.New(s.reg, cfg.Logger); err == nil {
+		m.registry.MustRegister(s.leaseExpiry)
+	} else {
+		s.leaseExpiry = nil
+	}
 	s.controllers = controllers.NewRunner(s.reg, cfg.Logger, cfg.Storage == StorageEtcd && !cfg.Standalone)
 	s.api = httpserver.New(httpserver.Config{
 		OpenAPI:                     docs,
@@ -353,6 +360,9 @@ func (s *Server) controllerList() []controllers.Controller {
 	}
 	if s.leaseMetrics != nil {
 		cs = append(cs, s.leaseMetrics.Controller())
+	}
+	if s.leaseExpiry != nil {
+		cs = append(cs, s.leaseExpiry.Controller())
 	}
 	return cs
 }
