@@ -335,12 +335,11 @@ func (r *Registry) updateObject(ctx context.Context, w write, existing *current,
 		obj.SetResourceVersion("")
 		return &attempt{obj: obj, created: true, warnings: warnings}, nil
 	}
-	newRV, err := strconv.ParseUint(newObj.GetResourceVersion(), 10, 64)
-	if newObj.GetResourceVersion() == "" {
-		newRV, err = 0, nil
-	}
+	// kube-apiserver returns the versioner's strconv error as is, a 500
+	// logged as the server's fault; the input is the client's: a 400, as
+	// a list's malformed resourceVersion is (a deliberate difference).
+	newRV, err := parseResourceVersion(newObj.GetResourceVersion())
 	if err != nil {
-		// kube-apiserver's versioner returns strconv's error as is: a 500.
 		return nil, err
 	}
 	obj, err := res.ToStorage(newObj)

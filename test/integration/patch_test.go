@@ -697,10 +697,11 @@ func TestPatchHTTP(t *testing.T) {
 		{name: "stale resourceVersion in a merge patch", path: leasesPath + "/p", contentType: mergePatch, body: `{"metadata":{"resourceVersion":"1"},"spec":{"holderIdentity":"x"}}`, code: 409, reason: metav1.StatusReasonConflict,
 			message: `Operation cannot be fulfilled on leases.coordination.k8s.io "p": the object has been modified; please apply your changes to the latest version and try again`},
 		// kube-apiserver's registry returns the versioner's parse error
-		// unwrapped (store.go Update, APIObjectVersioner), so it is a 500
-		// with no reason.
-		{name: "unparseable resourceVersion in a merge patch", path: leasesPath + "/p", contentType: mergePatch, body: `{"metadata":{"resourceVersion":"x1"}}`, code: 500, reason: "",
-			message: `strconv.ParseUint: parsing "x1": invalid syntax`},
+		// unwrapped (store.go Update, APIObjectVersioner), a 500 with no
+		// reason; leasehold answers the client's error as a list's
+		// malformed resourceVersion is answered.
+		{name: "unparseable resourceVersion in a merge patch", path: leasesPath + "/p", contentType: mergePatch, body: `{"metadata":{"resourceVersion":"x1"}}`, code: 400, reason: metav1.StatusReasonBadRequest,
+			message: `invalid resource version: resourceVersion: Invalid value: "x1": strconv.ParseUint: parsing "x1": invalid syntax`},
 		{name: "json patch removing resourceVersion of a Lease", path: leasesPath + "/p", contentType: jsonPatch, body: `[{"op":"remove","path":"/metadata/resourceVersion"},{"op":"replace","path":"/spec/holderIdentity","value":"x"}]`, code: 422, reason: metav1.StatusReasonInvalid,
 			message: `leases.coordination.k8s.io "p" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`},
 		{name: "patch changing the uid", path: leasesPath + "/p", contentType: mergePatch, body: `{"metadata":{"uid":"00000000-0000-0000-0000-000000000001"}}`, code: 422, reason: metav1.StatusReasonInvalid,
