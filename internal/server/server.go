@@ -35,6 +35,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controllers/leaseexpiry"
 	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
+	"github.com/leasehold/leasehold/internal/controllers/registrations"
 	"github.com/leasehold/leasehold/internal/datadir"
 	"github.com/leasehold/leasehold/internal/h2server"
 	"github.com/leasehold/leasehold/internal/httpserver"
@@ -356,7 +357,7 @@ func (s *Server) controllerList() []controllers.Controller {
 		cs = append(cs, electioncontroller.New(s.reg, s.log))
 	}
 	if _, ok := s.reg.ResourceFor(endpointslicemirroring.EndpointSliceKind); ok {
-		cs = append(cs, endpointslicemirroring.New(s.reg, s.log))
+		cs = append(cs, endpointslicemirroring.New(s.reg, s.log), registrations.New(s.reg, s.log))
 	}
 	if s.leaseMetrics != nil {
 		cs = append(cs, s.leaseMetrics.Controller())
