@@ -24,9 +24,11 @@ Usage:
   leasehold bench <scenario>       load-test a running server (fill, list, renew, fanout, overload)
   leasehold lock NAME -- COMMAND   run COMMAND only while holding the Lease NAME
   leasehold elect NAME             campaign for the Lease NAME; print its leader on every change
+  leasehold register SERVICE ADDRESS:PORT [-- COMMAND]
+                                   be an endpoint of SERVICE's EndpointSlices while it runs
   leasehold version                print the version
 
-Run "leasehold serve -h" (lock -h, elect -h) for a command's flags;
+Run "leasehold serve -h" (lock -h, elect -h, register -h) for a command's flags;
 "leasehold serve --config FILE" takes serve's from a YAML file (key: the
 flag name without dashes).
 `
@@ -46,6 +48,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return lockCmd(ctx, args[1:], stderr)
 	case "elect":
 		return electCmd(ctx, args[1:], stdout, stderr)
+	case "register":
+		return registerCmd(ctx, args[1:], stderr)
 	case "version", "--version":
 		v := buildinfo.KubeVersion()
 		commit := "commit unknown (built without VCS information)"

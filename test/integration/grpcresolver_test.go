@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/resolver"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,92 +69,19 @@ func (c *resolverClient) GetRequest(url string) (*http.Request, error) {
 // EndpointSlices (kuberesolver v6, as gRPC services in Kubernetes use)
 // finds servers registered in leasehold, as a slice and as an Endpoints
 // that is mirrored, spreads its calls over them, and stops calling one
-// once it is removed.
-//
-// Slices may not hold loopback addresses (kube-apiserver's rule), and
-// tests have only loopback: servers are registered at addresses of
-// 192.0.2.0/24 (TEST-NET-1), and the client's dialer carries each to its
-// server's loopback listener. Everything else is the real path.
+// once it is removed. (See grpcEnv for the addresses.)
 func TestGRPCResolver(t *testing.T) {
 	ts := testserver.Start(t)
 	c := ts.Client(t)
 	ctx := t.Context()
-	httpClient, err := rest.HTTPClientFor(ts.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	builder := kuberesolver.NewBuilder(&resolverClient{host: strings.TrimSuffix(ts.Config.Host, "/"), http: httpClient}, "kubernetes")
-
-	backends := map[string]*backend{} // registered address -> backend
-	var registered []string
-	for i := range 3 {
-		ip := fmt.Sprintf("192.0.2.%d", i+1)
-		backends[ip] = startBackend(t)
-		registered = append(registered, ip)
-	}
-	dial := func(ctx context.Context, addr string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		b := backends[host]
-		if b == nil {
-			return nil, fmt.Errorf("no server registered at %s", addr)
-		}
-		return (&net.Dialer{}).DialContext(ctx, "tcp", b.addr)
-	}
+	g := newGRPCEnv(t, ts, 3)
+	registered := g.registered
 	ns := "grpc"
 	must[*corev1.Namespace](t)(c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
 
-	// spread makes calls until every backend in want answered some and
-	// those not in want none for 30 calls in a row.
 	spread := func(t *testing.T, service string, want []string) {
 		t.Helper()
-		conn, err := grpc.NewClient("kubernetes:///"+service+"."+ns+":grpc",
-			grpc.WithResolvers(builder),
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithContextDialer(dial),
-			grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"round_robin":{}}]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		client := healthpb.NewHealthClient(conn)
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			before := map[string]int64{}
-			for ip, b := range backends {
-				before[ip] = b.calls.Load()
-			}
-			for range 30 {
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := client.Check(cctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-				cancel()
-				if err != nil {
-					t.Fatalf("call: %v", err)
-				}
-			}
-			got := map[string]int64{}
-			ok := true
-			for ip, b := range backends {
-				got[ip] = b.calls.Load() - before[ip]
-				wanted := false
-				for _, w := range want {
-					wanted = wanted || w == ip
-				}
-				if (got[ip] > 0) != wanted {
-					ok = false
-				}
-			}
-			if ok {
-				t.Logf("%s: 30 calls spread as %v", service, got)
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: calls reached %v, want exactly %v", service, got, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		g.spread(t, ns, service, want)
 	}
 
 	t.Run("registered as a slice", func(t *testing.T) {
@@ -189,4 +117,98 @@ func TestGRPCResolver(t *testing.T) {
 		must[*corev1.Endpoints](t)(c.CoreV1().Endpoints(ns).Update(ctx, ep, metav1.UpdateOptions{}))
 		spread(t, "mirrored", registered[1:])
 	})
+}
+
+// grpcEnv is real gRPC servers on loopback, registered at addresses of
+// 192.0.2.0/24 (TEST-NET-1): slices may not hold loopback addresses
+// (kube-apiserver's rule), so the clients' dialer carries each to its
+// server's loopback listener; and a kuberesolver builder reading the
+// test server's EndpointSlices.
+type grpcEnv struct {
+	builder    resolver.Builder
+	dial       func(context.Context, string) (net.Conn, error)
+	backends   map[string]*backend // by registered address
+	registered []string
+}
+
+func newGRPCEnv(t *testing.T, ts *testserver.Server, n int) *grpcEnv {
+	t.Helper()
+	httpClient, err := rest.HTTPClientFor(ts.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &grpcEnv{
+		builder:  kuberesolver.NewBuilder(&resolverClient{host: strings.TrimSuffix(ts.Config.Host, "/"), http: httpClient}, "kubernetes"),
+		backends: map[string]*backend{},
+	}
+	for i := range n {
+		ip := fmt.Sprintf("192.0.2.%d", i+1)
+		g.backends[ip] = startBackend(t)
+		g.registered = append(g.registered, ip)
+	}
+	g.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		b := g.backends[host]
+		if b == nil {
+			return nil, fmt.Errorf("no server registered at %s", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, "tcp", b.addr)
+	}
+	return g
+}
+
+// spread makes calls to ns/service through a gRPC client resolving with
+// kuberesolver until every backend in want answered some of 30 calls in
+// a row and the others none; it fails the test after 20 s.
+func (g *grpcEnv) spread(t *testing.T, ns, service string, want []string) {
+	t.Helper()
+	builder, dial, backends := g.builder, g.dial, g.backends
+	conn, err := grpc.NewClient("kubernetes:///"+service+"."+ns+":grpc",
+		grpc.WithResolvers(builder),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dial),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"round_robin":{}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		before := map[string]int64{}
+		for ip, b := range backends {
+			before[ip] = b.calls.Load()
+		}
+		for range 30 {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := client.Check(cctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+			cancel()
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+		}
+		got := map[string]int64{}
+		ok := true
+		for ip, b := range backends {
+			got[ip] = b.calls.Load() - before[ip]
+			wanted := false
+			for _, w := range want {
+				wanted = wanted || w == ip
+			}
+			if (got[ip] > 0) != wanted {
+				ok = false
+			}
+		}
+		if ok {
+			t.Logf("%s: 30 calls spread as %v", service, got)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: calls reached %v, want exactly %v", service, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
