@@ -26,6 +26,7 @@ Scenarios (each drives a running server through its API):
   overload writes offered faster than the server sustains: how it sheds them
   storm    lease renewals paced as holders renew them, during an event storm
   mirror   Endpoints mirrored into EndpointSlices: how long, how much memory, a burst
+  registrations  make filled leases registrations of one service; their slices
 
 Run "leasehold bench <scenario> -h" for its flags.
 `
@@ -92,6 +93,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.IntVar(&mc.Burst, "burst", 1000, "Endpoints updated at once after they are all mirrored")
 		fs.IntVar(&mc.Clients, "clients", 32, "parallel clients")
 		run = func(e *bench.Env) error { mc.Namespace = *namespace; return bench.Mirror(ctx, e, mc) }
+	case "registrations":
+		n := fs.Int("leases", 10000, "leases to make registrations (created by fill, and renewed held by the renew or storm scenarios)")
+		clients := fs.Int("clients", 32, "parallel clients")
+		run = func(e *bench.Env) error { return bench.Registrations(ctx, e, *namespace, *n, *clients) }
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil
