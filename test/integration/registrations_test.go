@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,6 +151,14 @@ func TestRegistrations(t *testing.T) {
 	l.Spec.HolderIdentity = nil
 	must[*coordinationv1.Lease](t)(leases.Update(ctx, l, metav1.UpdateOptions{}))
 	want("10.0.0.1", "10.0.0.3")
+
+	// A registration that says no address gets an Event saying so.
+	bad := registrationLease("api-bad", "api", "not-an-ip", time.Now())
+	bad = must[*coordinationv1.Lease](t)(leases.Create(ctx, bad, metav1.CreateOptions{}))
+	ev := waitEvent(t, c, ns, bad.UID, "InvalidRegistration")
+	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, `"not-an-ip" is no IP address`) {
+		t.Errorf("event %s %q", ev.Type, ev.Message)
+	}
 
 	// Deleted: gone at once.
 	close(stop["api-0"])

@@ -45,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
@@ -70,6 +71,7 @@ const (
 	// endpointslice controller's default --max-endpoints-per-slice.
 	maxEndpoints = 100
 	manager      = "leasehold"
+	component    = "leasehold-registrations"
 	retryFirst   = time.Second
 	retryMax     = 30 * time.Second
 )
@@ -132,6 +134,9 @@ type controller struct {
 	due      deadlines
 	failures map[types.NamespacedName]int
 	gen      int
+	// invalid remembers the error reported of each invalid registration.
+	invalid  map[types.NamespacedName]string
+	recorder record.EventRecorder
 }
 
 func newController(reg *registry.Registry, log *slog.Logger, now func() time.Time) (*controller, error) {
@@ -150,6 +155,8 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 		regs:      map[types.NamespacedName]*registration{},
 		byService: map[types.NamespacedName]map[types.NamespacedName]bool{},
 		failures:  map[types.NamespacedName]int{},
+		invalid:   map[types.NamespacedName]string{},
+		recorder:  &record.FakeRecorder{},
 	}
 	c.slices = controllers.NewMirror(reg, sliceRes, log, ours, func(obj, old resources.Object) {
 		for _, o := range []resources.Object{obj, old} {
@@ -174,6 +181,11 @@ func ours(obj resources.Object) (types.NamespacedName, bool) {
 }
 
 func (c *controller) run(ctx context.Context) error {
+	rec, stop := controllers.NewRecorder(c.reg, component)
+	defer stop()
+	c.mu.Lock()
+	c.recorder = rec
+	c.mu.Unlock()
 	f := &controllers.Follower{Registry: c.reg, Resource: c.leaseRes, Log: c.log, Listing: c.listing, Apply: c.apply}
 	return controllers.RunMirrored(ctx, []*controllers.Mirror{c.slices}, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
@@ -224,8 +236,11 @@ func (c *controller) apply(events []registry.Event) {
 		var r *registration
 		if ev.Type != watch.Deleted {
 			var err error
-			if r, err = parse(lease); err != nil {
-				c.log.Debug("not a valid registration", "lease", k.String(), "err", err)
+			if r, err = parse(lease); err != nil && c.invalid[k] != err.Error() {
+				c.invalid[k] = err.Error()
+				c.recorder.Eventf(lease, corev1.EventTypeWarning, "InvalidRegistration", "Not an endpoint of service %s: %v", lease.Labels[LabelService], err)
+			} else if err == nil {
+				delete(c.invalid, k)
 			}
 		}
 		if r == nil {
