@@ -27,7 +27,6 @@ const eventWriteTimeout = 10 * time.Second
 // recorder only logs.
 func NewRecorder(reg *registry.Registry, component string) (rec record.EventRecorder, stop func()) {
 	b := record.NewBroadcaster()
-	b.StartStructuredLogging(0)
 	if res, ok := reg.ResourceFor(schema.GroupKind{Kind: "Event"}); ok {
 		b.StartRecordingToSink(&eventSink{reg: reg, res: res})
 	}
