@@ -72,8 +72,13 @@ const (
 	maxEndpoints = 100
 	manager      = "leasehold"
 	component    = "leasehold-registrations"
-	retryFirst   = time.Second
-	retryMax     = 30 * time.Second
+	// batch is how long a service waits after a registration came, went
+	// or expired before its slices are written: the changes of that time
+	// make one write, as the endpointslice controller's batch period
+	// does, not one reconcile each.
+	batch      = 200 * time.Millisecond
+	retryFirst = time.Second
+	retryMax   = 30 * time.Second
 )
 
 // New returns the controller, a singleton.
@@ -265,7 +270,7 @@ func (c *controller) apply(events []registry.Event) {
 		c.byService[r.service][k] = true
 		heap.Push(&c.due, deadline{at: r.deadline(), lease: k})
 		if old == nil || old.live(now) != r.live(now) || old.group != r.group || !equalEndpoint(&old.endpoint, &r.endpoint) {
-			c.queue.Add(r.service, now)
+			c.queue.Add(r.service, now.Add(batch))
 		}
 	}
 	if len(c.due) > 2*len(c.regs)+1024 {
@@ -283,7 +288,7 @@ func (c *controller) removeLocked(k types.NamespacedName, r *registration) {
 	if len(c.byService[r.service]) == 0 {
 		delete(c.byService, r.service)
 	}
-	c.queue.Add(r.service, c.now())
+	c.queue.Add(r.service, c.now().Add(batch))
 }
 
 func equalEndpoint(a, b *discoveryv1.Endpoint) bool {
@@ -303,7 +308,7 @@ func (c *controller) work(ctx context.Context) error {
 		for len(c.due) > 0 && !c.due[0].at.After(now) {
 			d := heap.Pop(&c.due).(deadline)
 			if r := c.regs[d.lease]; r != nil && !r.deadline().After(now) {
-				c.queue.Add(r.service, now)
+				c.queue.Add(r.service, now.Add(batch))
 			}
 		}
 		var nextDeadline time.Time
