@@ -14,6 +14,8 @@ import (
 type Queue struct {
 	mu sync.Mutex // guards at
 	at map[types.NamespacedName]time.Time
+	// failures counts each key's failures since it last succeeded.
+	failures map[types.NamespacedName]int
 	// wake has room for one wake-up: a full channel already holds one,
 	// which covers any number of adds.
 	wake chan struct{}
@@ -21,7 +23,7 @@ type Queue struct {
 
 // NewQueue returns an empty queue.
 func NewQueue() *Queue {
-	return &Queue{at: map[types.NamespacedName]time.Time{}, wake: make(chan struct{}, 1)}
+	return &Queue{at: map[types.NamespacedName]time.Time{}, failures: map[types.NamespacedName]int{}, wake: make(chan struct{}, 1)}
 }
 
 // Add queues k for at, or keeps it for earlier if it already is.
@@ -84,4 +86,27 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Retry queues k again after a failure: first after the first failure,
+// doubling with each one since Forget, up to max, as client-go's
+// exponential failure rate limiter. It returns the delay.
+func (q *Queue) Retry(k types.NamespacedName, now time.Time, first, max time.Duration) time.Duration {
+	q.mu.Lock()
+	n := q.failures[k]
+	q.failures[k] = n + 1
+	q.mu.Unlock()
+	delay := max
+	if n < 32 && first<<n < max && first<<n > 0 {
+		delay = first << n
+	}
+	q.Add(k, now.Add(delay))
+	return delay
+}
+
+// Forget ends k's count of failures.
+func (q *Queue) Forget(k types.NamespacedName) {
+	q.mu.Lock()
+	delete(q.failures, k)
+	q.mu.Unlock()
 }

@@ -91,14 +91,11 @@ type controller struct {
 	endpoints, slices *controllers.Mirror // slices indexed by the Endpoints they mirror
 	queue             *controllers.Queue
 
-	mu sync.Mutex // guards expected and failures
+	mu sync.Mutex // guards expected
 	// expected holds the slices this controller wrote, by namespace/name,
 	// with the resourceVersion written ("" for a delete): their watch
 	// events are its own and queue nothing.
 	expected map[types.NamespacedName]string
-	// failures counts the failed tries of an Endpoints since it last
-	// mirrored, for the backoff.
-	failures map[types.NamespacedName]int
 }
 
 func newController(reg *registry.Registry, log *slog.Logger, now func() time.Time) (*controller, error) {
@@ -114,7 +111,6 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 		reg: reg, log: log, now: now, epRes: epRes, sliceRes: sliceRes,
 		queue:    controllers.NewQueue(),
 		expected: map[types.NamespacedName]string{},
-		failures: map[types.NamespacedName]int{},
 		recorder: &record.FakeRecorder{},
 	}
 	c.endpoints = controllers.NewMirror(reg, epRes, log, nil, func(obj, _ resources.Object) {
@@ -205,20 +201,12 @@ func (c *controller) work(ctx context.Context) error {
 // sync mirrors the Endpoints k, and queues it again after a failure.
 func (c *controller) sync(ctx context.Context, k types.NamespacedName) {
 	err := c.reconcile(ctx, k)
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err == nil || ctx.Err() != nil {
-		delete(c.failures, k)
+		c.queue.Forget(k)
 		return
 	}
-	n := c.failures[k]
-	c.failures[k] = n + 1
-	delay := retryMax
-	if n < 7 {
-		delay = min(retryFirst<<n, retryMax)
-	}
+	delay := c.queue.Retry(k, c.now(), retryFirst, retryMax)
 	c.log.Info("mirroring Endpoints failed; retrying", "endpoints", k.String(), "retry", delay, "err", err)
-	c.queue.Add(k, c.now().Add(delay))
 }
 
 // mirrored returns the slices this controller made for the Endpoints k,

@@ -25,7 +25,6 @@
 package leaseexpiry
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"log/slog"
@@ -69,7 +68,7 @@ type Expirer struct {
 	// byKey holds the annotated Leases that expire.
 	byKey map[types.NamespacedName]*entry
 	// due holds deadlines, some stale (a later renewal pushed another).
-	due deadlines
+	due controllers.Deadlines
 	// invalid remembers the annotation values reported as invalid.
 	invalid map[types.NamespacedName]string
 	// gen is the current list's generation.
@@ -129,7 +128,7 @@ func (x *Expirer) run(ctx context.Context) error {
 	x.mu.Lock()
 	x.recorder = rec
 	// A run that starts (again) judges every Lease from now.
-	x.byKey, x.due = map[types.NamespacedName]*entry{}, nil
+	x.byKey, x.due = map[types.NamespacedName]*entry{}, controllers.Deadlines{}
 	x.mu.Unlock()
 	f := &controllers.Follower{Registry: x.reg, Resource: x.leases, Log: x.log, Listing: x.listing, Apply: x.apply}
 	errc := make(chan error, 1)
@@ -193,16 +192,14 @@ func (x *Expirer) apply(events []registry.Event) {
 			x.byKey[k] = e
 		}
 		e.after, e.rv, e.gen = after, lease.ResourceVersion, x.gen
-		heap.Push(&x.due, deadline{at: e.deadline(), key: k})
+		x.due.Push(e.deadline(), k)
 	}
 	// Stale deadlines go when the heap is twice what is live.
-	if len(x.due) > 2*len(x.byKey)+1024 {
-		x.due = x.due[:0]
+	x.due.Compact(len(x.byKey), func(push func(time.Time, types.NamespacedName)) {
 		for k, e := range x.byKey {
-			x.due = append(x.due, deadline{at: e.deadline(), key: k})
+			push(e.deadline(), k)
 		}
-		heap.Init(&x.due)
-	}
+	})
 	select {
 	case x.wake <- struct{}{}:
 	default:
@@ -241,13 +238,12 @@ func (x *Expirer) expire(ctx context.Context) time.Duration {
 	}
 	var victims []victim
 	x.mu.Lock()
-	for len(x.due) > 0 && !x.due[0].at.After(now) {
-		d := heap.Pop(&x.due).(deadline)
-		e := x.byKey[d.key]
+	for _, k := range x.due.PopDue(now) {
+		e := x.byKey[k]
 		if e == nil || e.deadline().After(now) {
 			continue // renewed since, or gone
 		}
-		victims = append(victims, victim{key: d.key, e: *e, late: now.Sub(e.deadline())})
+		victims = append(victims, victim{key: k, e: *e, late: now.Sub(e.deadline())})
 	}
 	x.mu.Unlock()
 	for _, v := range victims {
@@ -255,10 +251,11 @@ func (x *Expirer) expire(ctx context.Context) time.Duration {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.due) == 0 {
+	next := x.due.Next()
+	if next.IsZero() {
 		return time.Hour
 	}
-	return max(x.due[0].at.Sub(x.now()), 0)
+	return max(next.Sub(x.now()), 0)
 }
 
 // delete deletes the Lease k as last seen (e); a renewal since makes the
@@ -280,27 +277,7 @@ func (x *Expirer) delete(ctx context.Context, k types.NamespacedName, e entry, l
 	default:
 		x.log.Warn("deleting an expired lease", "lease", k.String(), "err", err)
 		x.mu.Lock()
-		heap.Push(&x.due, deadline{at: x.now().Add(retryAfterError), key: k})
+		x.due.Push(x.now().Add(retryAfterError), k)
 		x.mu.Unlock()
 	}
-}
-
-// deadline is a Lease's time to go.
-type deadline struct {
-	at  time.Time
-	key types.NamespacedName
-}
-
-// deadlines is a min-heap by time.
-type deadlines []deadline
-
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
-func (h *deadlines) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return d
 }

@@ -25,7 +25,6 @@
 package registrations
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -136,9 +135,8 @@ type controller struct {
 	regs      map[types.NamespacedName]*registration
 	byService map[types.NamespacedName]map[types.NamespacedName]bool
 	// due holds the registrations' deadlines, some stale.
-	due      deadlines
-	failures map[types.NamespacedName]int
-	gen      int
+	due controllers.Deadlines
+	gen int
 	// invalid remembers the error reported of each invalid registration.
 	invalid  map[types.NamespacedName]string
 	recorder record.EventRecorder
@@ -159,7 +157,6 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 		listed:    make(chan struct{}),
 		regs:      map[types.NamespacedName]*registration{},
 		byService: map[types.NamespacedName]map[types.NamespacedName]bool{},
-		failures:  map[types.NamespacedName]int{},
 		invalid:   map[types.NamespacedName]string{},
 		recorder:  &record.FakeRecorder{},
 	}
@@ -268,18 +265,16 @@ func (c *controller) apply(events []registry.Event) {
 			c.byService[r.service] = map[types.NamespacedName]bool{}
 		}
 		c.byService[r.service][k] = true
-		heap.Push(&c.due, deadline{at: r.deadline(), lease: k})
+		c.due.Push(r.deadline(), k)
 		if old == nil || old.live(now) != r.live(now) || old.group != r.group || !equalEndpoint(&old.endpoint, &r.endpoint) {
 			c.queue.Add(r.service, now.Add(batch))
 		}
 	}
-	if len(c.due) > 2*len(c.regs)+1024 {
-		c.due = c.due[:0]
+	c.due.Compact(len(c.regs), func(push func(time.Time, types.NamespacedName)) {
 		for k, r := range c.regs {
-			c.due = append(c.due, deadline{at: r.deadline(), lease: k})
+			push(r.deadline(), k)
 		}
-		heap.Init(&c.due)
-	}
+	})
 }
 
 func (c *controller) removeLocked(k types.NamespacedName, r *registration) {
@@ -305,16 +300,12 @@ func (c *controller) work(ctx context.Context) error {
 	for {
 		now := c.now()
 		c.mu.Lock()
-		for len(c.due) > 0 && !c.due[0].at.After(now) {
-			d := heap.Pop(&c.due).(deadline)
-			if r := c.regs[d.lease]; r != nil && !r.deadline().After(now) {
+		for _, lk := range c.due.PopDue(now) {
+			if r := c.regs[lk]; r != nil && !r.deadline().After(now) {
 				c.queue.Add(r.service, now.Add(batch))
 			}
 		}
-		var nextDeadline time.Time
-		if len(c.due) > 0 {
-			nextDeadline = c.due[0].at
-		}
+		nextDeadline := c.due.Next()
 		c.mu.Unlock()
 		ready, next := c.queue.Due(now)
 		for _, k := range ready {
@@ -339,20 +330,12 @@ func (c *controller) work(ctx context.Context) error {
 // sync reconciles service k, and queues it again after a failure.
 func (c *controller) sync(ctx context.Context, k types.NamespacedName) {
 	err := c.reconcile(ctx, k)
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err == nil || ctx.Err() != nil {
-		delete(c.failures, k)
+		c.queue.Forget(k)
 		return
 	}
-	n := c.failures[k]
-	c.failures[k] = n + 1
-	delay := retryMax
-	if n < 5 {
-		delay = min(retryFirst<<n, retryMax)
-	}
+	delay := c.queue.Retry(k, c.now(), retryFirst, retryMax)
 	c.log.Info("writing a service's slices failed; retrying", "service", k.String(), "retry", delay, "err", err)
-	c.queue.Add(k, c.now().Add(delay))
 }
 
 // reconcile makes the slices of service k hold its live registrations.
@@ -510,25 +493,6 @@ func pack(k types.NamespacedName, live []*registration, existing []*discoveryv1.
 		}
 	}
 	return p
-}
-
-// deadline is when a registration expires.
-type deadline struct {
-	at    time.Time
-	lease types.NamespacedName
-}
-
-type deadlines []deadline
-
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
-func (h *deadlines) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return d
 }
 
 // parse reads a registration from a Lease; nil without the service
