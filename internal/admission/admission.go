@@ -5,7 +5,8 @@
 // the chain after a write's object is decoded and prepared, before it is
 // stored.
 //
-// Steps in this package: NamespaceLifecycle.
+// Steps in this package: NamespaceLifecycle, RBACEscalation,
+// OwnerReferences.
 package admission
 
 import (

@@ -31,7 +31,7 @@ func TestDeadlines(t *testing.T) {
 }
 
 func TestQueueRetry(t *testing.T) {
-	q := NewQueue()
+	q := NewQueue[types.NamespacedName]()
 	k := types.NamespacedName{Name: "k"}
 	now := time.Unix(1000, 0)
 	var got []time.Duration

@@ -4,30 +4,28 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Queue holds the keys of objects a controller is to look at, each with
 // when it falls due, as client-go's delaying workqueue does; a key is
 // held once, at its earliest time.
-type Queue struct {
+type Queue[K comparable] struct {
 	mu sync.Mutex // guards at
-	at map[types.NamespacedName]time.Time
+	at map[K]time.Time
 	// failures counts each key's failures since it last succeeded.
-	failures map[types.NamespacedName]int
+	failures map[K]int
 	// wake has room for one wake-up: a full channel already holds one,
 	// which covers any number of adds.
 	wake chan struct{}
 }
 
 // NewQueue returns an empty queue.
-func NewQueue() *Queue {
-	return &Queue{at: map[types.NamespacedName]time.Time{}, failures: map[types.NamespacedName]int{}, wake: make(chan struct{}, 1)}
+func NewQueue[K comparable]() *Queue[K] {
+	return &Queue[K]{at: map[K]time.Time{}, failures: map[K]int{}, wake: make(chan struct{}, 1)}
 }
 
 // Add queues k for at, or keeps it for earlier if it already is.
-func (q *Queue) Add(k types.NamespacedName, at time.Time) {
+func (q *Queue[K]) Add(k K, at time.Time) {
 	q.mu.Lock()
 	if cur, ok := q.at[k]; !ok || at.Before(cur) {
 		q.at[k] = at
@@ -41,7 +39,7 @@ func (q *Queue) Add(k types.NamespacedName, at time.Time) {
 
 // Due takes the keys due at now, and returns when the next of the others
 // is (zero: none).
-func (q *Queue) Due(now time.Time) (ready []types.NamespacedName, next time.Time) {
+func (q *Queue[K]) Due(now time.Time) (ready []K, next time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for k, at := range q.at {
@@ -57,7 +55,7 @@ func (q *Queue) Due(now time.Time) (ready []types.NamespacedName, next time.Time
 
 // Wait returns once a key is added, at the latest after d (d < 0: no
 // bound), or with ctx's error when ctx ends.
-func (q *Queue) Wait(ctx context.Context, d time.Duration) error {
+func (q *Queue[K]) Wait(ctx context.Context, d time.Duration) error {
 	var timeout <-chan time.Time
 	if d >= 0 {
 		t := time.NewTimer(d)
@@ -74,7 +72,7 @@ func (q *Queue) Wait(ctx context.Context, d time.Duration) error {
 }
 
 // Len is the number of keys queued.
-func (q *Queue) Len() int {
+func (q *Queue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.at)
@@ -91,7 +89,7 @@ func earliest(a, b time.Time) time.Time {
 // Retry queues k again after a failure: first after the first failure,
 // doubling with each one since Forget, up to max, as client-go's
 // exponential failure rate limiter. It returns the delay.
-func (q *Queue) Retry(k types.NamespacedName, now time.Time, first, max time.Duration) time.Duration {
+func (q *Queue[K]) Retry(k K, now time.Time, first, max time.Duration) time.Duration {
 	q.mu.Lock()
 	n := q.failures[k]
 	q.failures[k] = n + 1
@@ -105,7 +103,7 @@ func (q *Queue) Retry(k types.NamespacedName, now time.Time, first, max time.Dur
 }
 
 // Forget ends k's count of failures.
-func (q *Queue) Forget(k types.NamespacedName) {
+func (q *Queue[K]) Forget(k K) {
 	q.mu.Lock()
 	delete(q.failures, k)
 	q.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/resources"
@@ -32,9 +34,10 @@ type DeleteResult struct {
 // not empty, or what its kind's Finalization holds) is only marked with a
 // deletionTimestamp; it goes when nothing holds it any more.
 //
-// leasehold has no garbage collector: propagationPolicy and
-// orphanDependents are validated but add no orphan or foregroundDeletion
-// finalizer, since nothing would ever remove them.
+// propagationPolicy and orphanDependents add or remove the garbage
+// collector's finalizers first (gcFinalizers): foreground and orphan
+// deletions wait for the collector, background ones leave it the
+// dependents.
 func (r *Registry) Delete(ctx context.Context, res resources.Resource, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
 	if err := r.admit(ctx, admission.Delete, res, namespace, name, nil, nil); err != nil {
 		return DeleteResult{}, err
@@ -55,7 +58,7 @@ func (r *Registry) Delete(ctx context.Context, res resources.Resource, namespace
 		if err := checkPreconditions(res, cur.obj, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
 		}
-		if mustWait(res.Kind, cur.obj) {
+		if _, change := gcFinalizers(cur.obj, opts); change || mustWait(res.Kind, cur.obj) {
 			return r.markDeleting(ctx, res, key, name, cur.obj.GetUID(), opts, dryRun)
 		}
 		if dryRun {
@@ -105,6 +108,9 @@ func (r *Registry) markDeleting(ctx context.Context, res resources.Resource, key
 		}
 		obj := existing.obj.DeepCopyObject().(resources.Object)
 		obj.SetResourceVersion("")
+		if fs, change := gcFinalizers(obj, opts); change {
+			obj.SetFinalizers(fs)
+		}
 		if f := res.Kind.Finalization; f != nil {
 			f.MarkDeleting(obj, r.now())
 		} else {
@@ -116,6 +122,45 @@ func (r *Registry) markDeleting(ctx context.Context, res resources.Resource, key
 		return DeleteResult{}, err
 	}
 	return DeleteResult{Object: out.obj, Deleted: out.deleted}, nil
+}
+
+// gcFinalizers returns the finalizers obj must have for a delete with
+// opts, and whether they differ from its own: orphan for an orphaning
+// delete, foregroundDeletion for a foreground one, neither for a
+// background one, and those obj already has when opts say nothing
+// (kube-apiserver's deletionFinalizersForGarbageCollection). Every kind
+// leasehold serves has kube-apiserver's default policy, background.
+func gcFinalizers(obj resources.Object, opts *metav1.DeleteOptions) ([]string, bool) {
+	orphan, foreground := slices.Contains(obj.GetFinalizers(), metav1.FinalizerOrphanDependents), false
+	if !orphan {
+		foreground = slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents)
+	}
+	switch {
+	case opts.OrphanDependents != nil: //nolint:staticcheck // still honoured, as by kube-apiserver
+		orphan, foreground = *opts.OrphanDependents, false //nolint:staticcheck
+	case opts.PropagationPolicy != nil:
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan:
+			orphan, foreground = true, false
+		case metav1.DeletePropagationForeground:
+			orphan, foreground = false, true
+		case metav1.DeletePropagationBackground:
+			orphan, foreground = false, false
+		}
+	}
+	var fs []string
+	for _, f := range obj.GetFinalizers() {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			fs = append(fs, f)
+		}
+	}
+	if orphan {
+		fs = append(fs, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		fs = append(fs, metav1.FinalizerDeleteDependents)
+	}
+	return fs, !sets.New(fs...).Equal(sets.New(obj.GetFinalizers()...))
 }
 
 // markDeleting sets the deletion fields of an object held by finalizers

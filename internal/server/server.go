@@ -32,6 +32,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controllers/clusterroleaggregation"
 	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
 	"github.com/leasehold/leasehold/internal/controllers/endpointslicemirroring"
+	"github.com/leasehold/leasehold/internal/controllers/garbagecollector"
 	"github.com/leasehold/leasehold/internal/controllers/leaseexpiry"
 	"github.com/leasehold/leasehold/internal/controllers/leasemetrics"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
@@ -284,7 +285,8 @@ func New(cfg Config) (*Server, error) {
 	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
 	var docs *openapi.Service
-	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds, escalationStep(authz, rbacObjects)); err != nil {
+	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds,
+		escalationStep(authz, rbacObjects), admission.OwnerReferences{Authorizer: authz, Kinds: kinds}); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -349,6 +351,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) controllerList() []controllers.Controller {
 	cs := []controllers.Controller{
 		namespacecontroller.New(s.reg, s.log),
+		garbagecollector.New(s.reg, s.log).Controller(),
 	}
 	if _, ok := s.reg.ResourceFor(schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}); ok {
 		cs = append(cs, clusterroleaggregation.New(s.reg, s.log))

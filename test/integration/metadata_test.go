@@ -201,10 +201,12 @@ func TestNamespaceLifecycle(t *testing.T) {
 }
 
 // TestDeletePropagation: kubectl delete --cascade and controller-runtime
-// send propagationPolicy and orphanDependents. With no garbage collector
-// leasehold adds no orphan or foregroundDeletion finalizer (README), so
-// every policy deletes at once; invalid options are kube-apiserver's 422
-// on DeleteOptions, for one object and for a collection.
+// send propagationPolicy and orphanDependents. An object without
+// dependents goes under every policy, at once or once the garbage
+// collector has removed the finalizer an orphaning or foreground delete
+// adds (TestGarbageCollectorPolicies has the dependents); invalid options
+// are kube-apiserver's 422 on DeleteOptions, for one object and for a
+// collection.
 func TestDeletePropagation(t *testing.T) {
 	t.Parallel()
 	ts := testserver.Start(t)
@@ -220,21 +222,23 @@ func TestDeletePropagation(t *testing.T) {
 			if err := leases.Delete(ctx, name, opts); err != nil {
 				t.Fatalf("%s: delete %+v: %v", enc, opts, err)
 			}
-			if _, err := leases.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Errorf("%s: after delete %+v: %v, want NotFound", enc, opts, err)
-			}
+			waitFor(t, func() bool {
+				_, err := leases.Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err)
+			})
 		}
 
-		// A client's own finalizer holds the object; no other is added.
+		// A client's own finalizer holds the object; the collector's
+		// goes once it has deleted the (no) dependents.
 		held := enc + "-held"
 		must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: held, Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{}))
 		if err := leases.Delete(ctx, held, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 			t.Fatal(err)
 		}
-		l := must[*coordinationv1.Lease](t)(leases.Get(ctx, held, metav1.GetOptions{}))
-		if l.DeletionTimestamp == nil || len(l.Finalizers) != 1 || l.Finalizers[0] != "example.com/hold" {
-			t.Errorf("%s: held lease: deletionTimestamp %v, finalizers %v", enc, l.DeletionTimestamp, l.Finalizers)
-		}
+		waitFor(t, func() bool {
+			l := must[*coordinationv1.Lease](t)(leases.Get(ctx, held, metav1.GetOptions{}))
+			return l.DeletionTimestamp != nil && len(l.Finalizers) == 1 && l.Finalizers[0] == "example.com/hold"
+		})
 
 		bogus := metav1.DeletionPropagation("Bogus")
 		for _, opts := range []metav1.DeleteOptions{{PropagationPolicy: &bogus}, {PropagationPolicy: &orphan, OrphanDependents: ptr(true)}} {

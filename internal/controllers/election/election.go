@@ -67,7 +67,7 @@ type controller struct {
 	now               func() time.Time
 	leaseRes, candRes resources.Resource
 	leases, cands     *controllers.Mirror // cands indexed by namespace/spec.leaseName
-	queue             *controllers.Queue
+	queue             *controllers.Queue[types.NamespacedName]
 	// lastErr is the last failure logged per Lease (no election, a write
 	// refused), so that it is logged once, not at every step; the
 	// worker's alone.
@@ -83,7 +83,7 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	if !ok {
 		return nil, errors.New("leasecandidates are not served")
 	}
-	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: controllers.NewQueue(), lastErr: map[types.NamespacedName]string{}}
+	c := &controller{reg: reg, log: log, now: now, leaseRes: leaseRes, candRes: candRes, queue: controllers.NewQueue[types.NamespacedName](), lastErr: map[types.NamespacedName]string{}}
 	c.leases = controllers.NewMirror(reg, leaseRes, log, nil, func(obj, _ resources.Object) {
 		if k := controllers.KeyOf(obj); c.cands.HasIndex(k) {
 			c.queue.Add(k, c.now())

@@ -89,7 +89,7 @@ type controller struct {
 	recorder          record.EventRecorder
 	epRes, sliceRes   resources.Resource
 	endpoints, slices *controllers.Mirror // slices indexed by the Endpoints they mirror
-	queue             *controllers.Queue
+	queue             *controllers.Queue[types.NamespacedName]
 
 	mu sync.Mutex // guards expected
 	// expected holds the slices this controller wrote, by namespace/name,
@@ -109,7 +109,7 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	}
 	c := &controller{
 		reg: reg, log: log, now: now, epRes: epRes, sliceRes: sliceRes,
-		queue:    controllers.NewQueue(),
+		queue:    controllers.NewQueue[types.NamespacedName](),
 		expected: map[types.NamespacedName]string{},
 		recorder: &record.FakeRecorder{},
 	}

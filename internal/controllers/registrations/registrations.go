@@ -126,7 +126,7 @@ type controller struct {
 	leaseRes resources.Resource
 	sliceRes resources.Resource
 	slices   *controllers.Mirror
-	queue    *controllers.Queue
+	queue    *controllers.Queue[types.NamespacedName]
 	listed   chan struct{} // closed after the first list of Leases
 
 	mu sync.Mutex // guards the fields below
@@ -153,7 +153,7 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	}
 	c := &controller{
 		reg: reg, log: log, now: now, leaseRes: leaseRes, sliceRes: sliceRes,
-		queue:     controllers.NewQueue(),
+		queue:     controllers.NewQueue[types.NamespacedName](),
 		listed:    make(chan struct{}),
 		regs:      map[types.NamespacedName]*registration{},
 		byService: map[types.NamespacedName]map[types.NamespacedName]bool{},
