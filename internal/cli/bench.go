@@ -27,6 +27,7 @@ Scenarios (each drives a running server through its API):
   storm    lease renewals paced as holders renew them, during an event storm
   mirror   Endpoints mirrored into EndpointSlices: how long, how much memory, a burst
   registrations  make filled leases registrations of one service; their slices
+  gc       leases owned by others: the collector's memory, and how fast it deletes them
 
 Run "leasehold bench <scenario> -h" for its flags.
 `
@@ -97,6 +98,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		n := fs.Int("leases", 10000, "leases to make registrations (created by fill, and renewed held by the renew or storm scenarios)")
 		clients := fs.Int("clients", 32, "parallel clients")
 		run = func(e *bench.Env) error { return bench.Registrations(ctx, e, *namespace, *n, *clients) }
+	case "gc":
+		gc := bench.GCConfig{}
+		fs.IntVar(&gc.Dependents, "dependents", 100000, "dependent Leases to create (gc-dep-NNNNNN)")
+		fs.IntVar(&gc.PerOwner, "per-owner", 100, "dependents of each owner Lease (gc-owner-NNNNNN)")
+		fs.IntVar(&gc.Clients, "clients", 32, "parallel clients")
+		run = func(e *bench.Env) error { gc.Namespace = *namespace; return bench.GC(ctx, e, gc) }
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil

@@ -201,6 +201,7 @@ type Server struct {
 	// controllers run beside the registry.
 	controllers *controllers.Runner
 	leaseExpiry *leaseexpiry.Expirer
+	gc          *garbagecollector.Collector
 	// leaseMetrics observes the leases for /metrics; nil when the kinds
 	// served have no Lease.
 	leaseMetrics *leasemetrics.Observer
@@ -302,6 +303,8 @@ func New(cfg Config) (*Server, error) {
 		s.log.Debug("no lease metrics", "err", err)
 		s.leaseMetrics = nil
 	}
+	s.gc = garbagecollector.New(s.reg, cfg.Logger)
+	m.registry.MustRegister(s.gc)
 	if s.leaseExpiry, err = leaseexpiry.New(s.reg, cfg.Logger); err == nil {
 		m.registry.MustRegister(s.leaseExpiry)
 	} else {
@@ -351,7 +354,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) controllerList() []controllers.Controller {
 	cs := []controllers.Controller{
 		namespacecontroller.New(s.reg, s.log),
-		garbagecollector.New(s.reg, s.log).Controller(),
+		s.gc.Controller(),
 	}
 	if _, ok := s.reg.ResourceFor(schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}); ok {
 		cs = append(cs, clusterroleaggregation.New(s.reg, s.log))

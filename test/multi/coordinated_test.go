@@ -70,8 +70,9 @@ const (
 
 // writeMsgs are the messages of the controllers' writes other than a
 // Lease's: the election controller's pings and deletions, the mirroring
-// and registrations controllers' writes of slices.
-var writeMsgs = []string{"pinged candidate", "deleted expired candidate", "mirrored endpoints", "wrote a service's slices"}
+// and registrations controllers' writes of slices, the garbage
+// collector's deletions.
+var writeMsgs = []string{"pinged candidate", "deleted expired candidate", "mirrored endpoints", "wrote a service's slices", "collected"}
 
 // isWrite reports whether msg is the log of one of the controller's
 // writes: a ping, a deletion, or a Lease write ("lease ...").

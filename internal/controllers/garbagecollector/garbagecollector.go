@@ -52,6 +52,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/leasehold/leasehold/internal/controllers"
@@ -71,29 +72,51 @@ const (
 	retryFirst, retryMax = 50 * time.Millisecond, time.Minute
 )
 
-// Collector is the garbage collector.
+// Collector is the garbage collector, and the collector of its metrics.
 type Collector struct {
 	reg   *registry.Registry
 	log   *slog.Logger
 	now   func() time.Time
 	graph *graph
 	queue *controllers.Queue[types.UID]
+
+	deletions          prometheus.Counter
+	nodesDesc, ownDesc *prometheus.Desc
 }
 
 // New returns the collector of every kind reg serves.
 func New(reg *registry.Registry, log *slog.Logger) *Collector {
-	return &Collector{reg: reg, log: log.With("controller", Name), now: time.Now, graph: newGraph()}
+	return &Collector{
+		reg: reg, log: log.With("controller", Name), now: time.Now, graph: newGraph(),
+		deletions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "leasehold_garbage_collector_deletions_total",
+			Help: "Objects the garbage collector deleted because their owners were gone or being deleted in the foreground.",
+		}),
+		nodesDesc: prometheus.NewDesc("leasehold_garbage_collector_objects",
+			"Objects the garbage collector keeps track of: those with ownerReferences or one of its finalizers.", nil, nil),
+		ownDesc: prometheus.NewDesc("leasehold_garbage_collector_owners",
+			"Owners the garbage collector keeps the dependents of.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.deletions.Describe(ch)
+	ch <- c.nodesDesc
+	ch <- c.ownDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.deletions.Collect(ch)
+	nodes, owners := c.graph.size()
+	ch <- prometheus.MustNewConstMetric(c.nodesDesc, prometheus.GaugeValue, float64(nodes))
+	ch <- prometheus.MustNewConstMetric(c.ownDesc, prometheus.GaugeValue, float64(owners))
 }
 
 // Controller returns the collector as a singleton controller.
 func (c *Collector) Controller() controllers.Controller {
 	return controllers.Controller{Name: Name, Singleton: true, Run: c.run}
-}
-
-// Size returns the number of objects the collector keeps a node for and
-// of owners it keeps dependents of.
-func (c *Collector) Size() (nodes, owners int) {
-	return c.graph.size()
 }
 
 func (c *Collector) run(ctx context.Context) error {
@@ -232,10 +255,13 @@ func (c *Collector) attend(ctx context.Context, uid types.UID) error {
 	}
 }
 
-// latest reads n's object as stored now; nil when it is gone or is
-// another object under the same name.
+// latest reads n's object from the cache, at least as new as the
+// collector's events; nil when it is gone or is another object under the
+// same name. Every write made from it is conditioned on its
+// resourceVersion, so a state the store has since left only costs a
+// retry.
 func (c *Collector) latest(ctx context.Context, n *node) (resources.Object, error) {
-	o, err := c.reg.Get(ctx, n.res, n.namespace, n.name, "")
+	o, err := c.reg.Get(ctx, n.res, n.namespace, n.name, "0")
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -480,6 +506,7 @@ func (c *Collector) delete(ctx context.Context, n *node, obj resources.Object, p
 		return nil
 	}
 	if err == nil {
+		c.deletions.Inc()
 		c.log.Debug("collected", "resource", n.res.GroupResource().String(), "namespace", n.namespace, "name", n.name, "policy", policy)
 	}
 	return err

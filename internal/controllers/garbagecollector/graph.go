@@ -45,18 +45,80 @@ func (n *node) blocks(owner types.UID) bool {
 type graph struct {
 	mu         sync.Mutex // guards the maps
 	nodes      map[types.UID]*node
-	dependents map[types.UID]map[types.UID]struct{}
+	dependents map[types.UID]*uidSet
+}
+
+// uidSet is a set of UIDs: a slice while small (most owners have a few
+// dependents, and a map per owner would cost more than its node), a map
+// once large, so that removing from an owner of thousands stays cheap.
+type uidSet struct {
+	few  []types.UID
+	many map[types.UID]struct{}
+}
+
+// setMax is the size past which a uidSet is a map.
+const setMax = 16
+
+func (s *uidSet) add(u types.UID) {
+	if s.many != nil {
+		s.many[u] = struct{}{}
+		return
+	}
+	if slices.Contains(s.few, u) {
+		return
+	}
+	if len(s.few) < setMax {
+		s.few = append(s.few, u)
+		return
+	}
+	s.many = make(map[types.UID]struct{}, 2*setMax)
+	for _, f := range s.few {
+		s.many[f] = struct{}{}
+	}
+	s.many[u] = struct{}{}
+	s.few = nil
+}
+
+func (s *uidSet) remove(u types.UID) {
+	if s.many != nil {
+		delete(s.many, u)
+		return
+	}
+	if i := slices.Index(s.few, u); i >= 0 {
+		s.few[i] = s.few[len(s.few)-1]
+		s.few = s.few[:len(s.few)-1]
+	}
+}
+
+func (s *uidSet) len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.few) + len(s.many)
+}
+
+// each calls f with every UID.
+func (s *uidSet) each(f func(types.UID)) {
+	if s == nil {
+		return
+	}
+	for _, u := range s.few {
+		f(u)
+	}
+	for u := range s.many {
+		f(u)
+	}
 }
 
 func newGraph() *graph {
-	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]struct{}{}}
+	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]*uidSet{}}
 }
 
 // reset empties g.
 func (g *graph) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.nodes, g.dependents = map[types.UID]*node{}, map[types.UID]map[types.UID]struct{}{}
+	g.nodes, g.dependents = map[types.UID]*node{}, map[types.UID]*uidSet{}
 }
 
 // nodeFor returns the node obj needs, nil when it needs none.
@@ -143,10 +205,10 @@ func (g *graph) link(n *node) {
 	for _, r := range n.owners {
 		deps := g.dependents[r.UID]
 		if deps == nil {
-			deps = map[types.UID]struct{}{}
+			deps = &uidSet{}
 			g.dependents[r.UID] = deps
 		}
-		deps[n.uid] = struct{}{}
+		deps.add(n.uid)
 	}
 }
 
@@ -155,8 +217,8 @@ func (g *graph) link(n *node) {
 func (g *graph) unlink(n *node, attend []types.UID) []types.UID {
 	for _, r := range n.owners {
 		if deps := g.dependents[r.UID]; deps != nil {
-			delete(deps, n.uid)
-			if len(deps) == 0 {
+			deps.remove(n.uid)
+			if deps.len() == 0 {
 				delete(g.dependents, r.UID)
 			}
 		}
@@ -169,9 +231,7 @@ func (g *graph) unlink(n *node, attend []types.UID) []types.UID {
 
 // dependentsOf appends owner's dependents to attend.
 func (g *graph) dependentsOf(owner types.UID, attend []types.UID) []types.UID {
-	for d := range g.dependents[owner] {
-		attend = append(attend, d)
-	}
+	g.dependents[owner].each(func(d types.UID) { attend = append(attend, d) })
 	return attend
 }
 
@@ -192,12 +252,12 @@ func (g *graph) dependentNodes(owner types.UID) []*node {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []*node
-	for d := range g.dependents[owner] {
+	g.dependents[owner].each(func(d types.UID) {
 		if n := g.nodes[d]; n != nil {
 			c := *n
 			out = append(out, &c)
 		}
-	}
+	})
 	return out
 }
 
@@ -205,7 +265,7 @@ func (g *graph) dependentNodes(owner types.UID) []*node {
 func (g *graph) hasDependents(uid types.UID) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.dependents[uid]) > 0
+	return g.dependents[uid].len() > 0
 }
 
 // afterList returns, once res has been listed again, the nodes of its
