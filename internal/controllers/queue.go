@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Queue holds the keys of objects a controller is to look at, each with
@@ -107,4 +109,30 @@ func (q *Queue[K]) Forget(k K) {
 	q.mu.Lock()
 	delete(q.failures, k)
 	q.mu.Unlock()
+}
+
+// Work calls do with each key as it falls due, up to workers at once,
+// until ctx ends (then it returns ctx's error). Keys due together make a
+// batch that ends before the next begins, so that no key is worked on
+// twice at once.
+func (q *Queue[K]) Work(ctx context.Context, now func() time.Time, workers int, do func(K)) error {
+	for {
+		ready, next := q.Due(now())
+		if len(ready) > 0 {
+			var g errgroup.Group
+			g.SetLimit(workers)
+			for _, k := range ready {
+				g.Go(func() error { do(k); return nil })
+			}
+			_ = g.Wait()
+			continue
+		}
+		wait := time.Duration(-1)
+		if !next.IsZero() {
+			wait = max(next.Sub(now()), 0)
+		}
+		if err := q.Wait(ctx, wait); err != nil {
+			return err
+		}
+	}
 }

@@ -25,14 +25,7 @@ import (
 // in one replica at a time, and every write it made came from the replica
 // running it then.
 func TestCoordinatedLeaderElection(t *testing.T) {
-	acts := &actions{}
-	d := deploy(t, 3, func(t testing.TB, i int, dir, addr string, etcd []string) replica {
-		r := &inProcess{name: fmt.Sprintf("r%d", i), dir: dir, addr: addr, etcd: etcd, opts: []testserver.Option{func(c *server.Config) {
-			c.Logger = slog.New(&logRecorder{controller: electioncontroller.Name, acts: acts, replica: i, next: testserver.Logger().Handler()})
-		}}}
-		r.start(t)
-		return r
-	})
+	d, acts := deployWatched(t, electioncontroller.Name)
 	first := acts.waitRunning(t, -1)
 	t.Logf("the controller runs in %s", d.replicas[first].Name())
 
@@ -46,12 +39,7 @@ func TestCoordinatedLeaderElection(t *testing.T) {
 	killed := time.Now()
 	next := acts.waitRunning(t, first)
 	t.Logf("the controller runs in %s, %v after %s was killed", d.replicas[next].Name(), time.Since(killed).Round(time.Millisecond), d.replicas[first].Name())
-	var alive []int
-	for i := range d.replicas {
-		if i != first {
-			alive = append(alive, i)
-		}
-	}
+	alive := d.others(first)
 	electiontest.PreferredHolderGone(t, electiontest.Env{
 		Client:    func(i int) kubernetes.Interface { return d.clientFor(t, alive[i%len(alive)]) },
 		Namespace: "cle-stall",
@@ -236,4 +224,30 @@ func (h *logRecorder) WithGroup(name string) slog.Handler {
 	c := *h
 	c.next = h.next.WithGroup(name)
 	return &c
+}
+
+// deployWatched deploys three in-process replicas whose records of the
+// controller named controller are kept in the returned actions.
+func deployWatched(t *testing.T, controller string) (*deployment, *actions) {
+	t.Helper()
+	acts := &actions{}
+	d := deploy(t, 3, func(t testing.TB, i int, dir, addr string, etcd []string) replica {
+		r := &inProcess{name: fmt.Sprintf("r%d", i), dir: dir, addr: addr, etcd: etcd, opts: []testserver.Option{func(c *server.Config) {
+			c.Logger = slog.New(&logRecorder{controller: controller, acts: acts, replica: i, next: testserver.Logger().Handler()})
+		}}}
+		r.start(t)
+		return r
+	})
+	return d, acts
+}
+
+// others returns the indexes of d's replicas but not.
+func (d *deployment) others(not int) []int {
+	var out []int
+	for i := range d.replicas {
+		if i != not {
+			out = append(out, i)
+		}
+	}
+	return out
 }

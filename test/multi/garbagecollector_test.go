@@ -3,7 +3,6 @@ package multi
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/controllers/garbagecollector"
-	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // TestGarbageCollectorReplicas: with three replicas on etcd, one runs
@@ -24,22 +21,10 @@ import (
 // foreground deletion started through one replica is finished by the
 // collector in another.
 func TestGarbageCollectorReplicas(t *testing.T) {
-	acts := &actions{}
-	d := deploy(t, 3, func(t testing.TB, i int, dir, addr string, etcd []string) replica {
-		r := &inProcess{name: fmt.Sprintf("r%d", i), dir: dir, addr: addr, etcd: etcd, opts: []testserver.Option{func(c *server.Config) {
-			c.Logger = slog.New(&logRecorder{controller: garbagecollector.Name, acts: acts, replica: i, next: testserver.Logger().Handler()})
-		}}}
-		r.start(t)
-		return r
-	})
+	d, acts := deployWatched(t, garbagecollector.Name)
 	createNamespaces(t, d, "gc")
 	first := acts.waitRunning(t, -1)
-	var alive []int
-	for i := range d.replicas {
-		if i != first {
-			alive = append(alive, i)
-		}
-	}
+	alive := d.others(first)
 	c := d.clientFor(t, alive[0])
 	owner := func(name string) metav1.OwnerReference {
 		l := createLease(t, c, name, nil)

@@ -3,7 +3,6 @@ package multi
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/controllers/endpointslicemirroring"
-	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // TestMirroringReplicas: with three replicas on etcd, one mirrors
@@ -24,14 +21,7 @@ import (
 // one replica at a time, and every write came from the replica running
 // it then.
 func TestMirroringReplicas(t *testing.T) {
-	acts := &actions{}
-	d := deploy(t, 3, func(t testing.TB, i int, dir, addr string, etcd []string) replica {
-		r := &inProcess{name: fmt.Sprintf("r%d", i), dir: dir, addr: addr, etcd: etcd, opts: []testserver.Option{func(c *server.Config) {
-			c.Logger = slog.New(&logRecorder{controller: endpointslicemirroring.Name, acts: acts, replica: i, next: testserver.Logger().Handler()})
-		}}}
-		r.start(t)
-		return r
-	})
+	d, acts := deployWatched(t, endpointslicemirroring.Name)
 	createNamespaces(t, d, "mirror")
 	first := acts.waitRunning(t, -1)
 	t.Logf("the controller runs in %s", d.replicas[first].Name())
@@ -52,12 +42,7 @@ func TestMirroringReplicas(t *testing.T) {
 
 	d.replicas[first].Kill(t)
 	killed := time.Now()
-	var alive []int
-	for i := range d.replicas {
-		if i != first {
-			alive = append(alive, i)
-		}
-	}
+	alive := d.others(first)
 	// Changed while no replica may be mirroring: the next one finds it.
 	c := d.clientFor(t, alive[0])
 	ep, err := c.CoreV1().Endpoints("mirror").Get(context.Background(), "svc-0", metav1.GetOptions{})

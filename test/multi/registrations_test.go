@@ -3,7 +3,6 @@ package multi
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -14,30 +13,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/internal/controllers/registrations"
-	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // TestRegistrationsReplicas: with three replicas on etcd, one turns
 // registration Leases into slices; when it is killed another takes over,
 // keeps the live registration and drops the one that expired meanwhile.
 func TestRegistrationsReplicas(t *testing.T) {
-	acts := &actions{}
-	d := deploy(t, 3, func(t testing.TB, i int, dir, addr string, etcd []string) replica {
-		r := &inProcess{name: fmt.Sprintf("r%d", i), dir: dir, addr: addr, etcd: etcd, opts: []testserver.Option{func(c *server.Config) {
-			c.Logger = slog.New(&logRecorder{controller: registrations.Name, acts: acts, replica: i, next: testserver.Logger().Handler()})
-		}}}
-		r.start(t)
-		return r
-	})
+	d, acts := deployWatched(t, registrations.Name)
 	createNamespaces(t, d, "reg")
 	first := acts.waitRunning(t, -1)
-	var alive []int
-	for i := range d.replicas {
-		if i != first {
-			alive = append(alive, i)
-		}
-	}
+	alive := d.others(first)
 	c := d.clientFor(t, alive[0])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

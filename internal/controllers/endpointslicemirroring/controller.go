@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -174,28 +173,7 @@ func (c *controller) run(ctx context.Context) error {
 
 // work mirrors the queued Endpoints as they fall due, until ctx ends.
 func (c *controller) work(ctx context.Context) error {
-	for {
-		ready, next := c.queue.Due(c.now())
-		if len(ready) > 0 {
-			var g errgroup.Group
-			g.SetLimit(workers)
-			for _, k := range ready {
-				g.Go(func() error {
-					c.sync(ctx, k)
-					return nil
-				})
-			}
-			g.Wait()
-			continue
-		}
-		wait := time.Duration(-1)
-		if !next.IsZero() {
-			wait = max(next.Sub(c.now()), 0)
-		}
-		if err := c.queue.Wait(ctx, wait); err != nil {
-			return err
-		}
-	}
+	return c.queue.Work(ctx, c.now, workers, func(k types.NamespacedName) { c.sync(ctx, k) })
 }
 
 // sync mirrors the Endpoints k, and queues it again after a failure.

@@ -200,40 +200,22 @@ func (f *follower) listed(now time.Time) {
 	}
 }
 
-// work looks at the queued objects, workers at a time, until ctx ends.
-// A batch ends before the next begins, so that no object is looked at
-// twice at once.
+// work looks at the queued objects as they fall due, until ctx ends.
 func (c *Collector) work(ctx context.Context) error {
-	for {
-		ready, next := c.queue.Due(c.now())
-		if len(ready) > 0 {
-			var g errgroup.Group
-			g.SetLimit(workers)
-			for _, uid := range ready {
-				g.Go(func() error {
-					if err := c.attend(ctx, uid); err != nil {
-						if ctx.Err() != nil {
-							return nil
-						}
-						d := c.queue.Retry(uid, c.now(), retryFirst, retryMax)
-						c.log.Info("garbage collection failed; trying again", "uid", uid, "after", d, "err", err)
-						return nil
-					}
-					c.queue.Forget(uid)
-					return nil
-				})
-			}
-			_ = g.Wait()
-			continue
+	err := c.queue.Work(ctx, c.now, workers, func(uid types.UID) {
+		err := c.attend(ctx, uid)
+		switch {
+		case err == nil:
+			c.queue.Forget(uid)
+		case ctx.Err() == nil:
+			d := c.queue.Retry(uid, c.now(), retryFirst, retryMax)
+			c.log.Info("garbage collection failed; trying again", "uid", uid, "after", d, "err", err)
 		}
-		wait := time.Duration(-1)
-		if !next.IsZero() {
-			wait = next.Sub(c.now())
-		}
-		if err := c.queue.Wait(ctx, wait); err != nil {
-			return nil
-		}
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 // attend does what one object's node asks for.
