@@ -79,15 +79,14 @@ type Expirer struct {
 }
 
 type entry struct {
-	renew  time.Time // spec.renewTime as last seen (zero: none)
-	seenAt time.Time // server time the renewTime was seen to change
-	after  time.Duration
+	seen  controllers.Renewal
+	after time.Duration
 	rv     string
 	uid    types.UID
 	gen    int
 }
 
-func (e *entry) deadline() time.Time { return e.seenAt.Add(e.after) }
+func (e *entry) deadline() time.Time { return e.seen.At.Add(e.after) }
 
 // New returns the expirer of reg's Leases.
 func New(reg *registry.Registry, log *slog.Logger) (*Expirer, error) {
@@ -182,15 +181,12 @@ func (x *Expirer) apply(events []registry.Event) {
 			delete(x.byKey, k)
 			continue
 		}
-		var renew time.Time
-		if lease.Spec.RenewTime != nil {
-			renew = lease.Spec.RenewTime.Time
-		}
 		e := x.byKey[k]
-		if e == nil || e.uid != lease.UID || !e.renew.Equal(renew) {
-			e = &entry{renew: renew, seenAt: now, uid: lease.UID}
+		if e == nil || e.uid != lease.UID {
+			e = &entry{uid: lease.UID}
 			x.byKey[k] = e
 		}
+		e.seen = e.seen.Next(lease, now)
 		e.after, e.rv, e.gen = after, lease.ResourceVersion, x.gen
 		x.due.Push(e.deadline(), k)
 	}

@@ -102,14 +102,13 @@ type registration struct {
 	endpoint discoveryv1.Endpoint // targetRef names the Lease
 	group    groupKey
 	ports    []discoveryv1.EndpointPort
-	renew    time.Time // spec.renewTime as last seen
-	seenAt   time.Time // server time it was seen to change
+	seen     controllers.Renewal
 	duration time.Duration
 	held     bool
 	gen      int
 }
 
-func (r *registration) deadline() time.Time { return r.seenAt.Add(r.duration) }
+func (r *registration) deadline() time.Time { return r.seen.At.Add(r.duration) }
 
 func (r *registration) live(now time.Time) bool { return r.held && r.deadline().After(now) }
 
@@ -252,10 +251,10 @@ func (c *controller) apply(events []registry.Event) {
 			continue
 		}
 		r.gen = c.gen
-		r.seenAt = now
-		if old != nil && old.service == r.service && old.renew.Equal(r.renew) {
-			r.seenAt = old.seenAt
+		if old != nil && old.service == r.service {
+			r.seen = old.seen
 		}
+		r.seen = r.seen.Next(lease, now)
 		if old != nil && old.service != r.service {
 			c.removeLocked(k, old)
 			old = nil
@@ -545,9 +544,6 @@ func parse(lease *coordinationv1.Lease) (*registration, error) {
 	}
 	if h := a[AnnotationHostname]; h != "" {
 		r.endpoint.Hostname = &h
-	}
-	if lease.Spec.RenewTime != nil {
-		r.renew = lease.Spec.RenewTime.Time
 	}
 	return r, nil
 }
