@@ -81,9 +81,9 @@ type Expirer struct {
 type entry struct {
 	seen  controllers.Renewal
 	after time.Duration
-	rv     string
-	uid    types.UID
-	gen    int
+	rv    string
+	uid   types.UID
+	gen   int
 }
 
 func (e *entry) deadline() time.Time { return e.seen.At.Add(e.after) }
