@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/admission"
-	"github.com/leasehold/leasehold/internal/codec"
 	namespacecontroller "github.com/leasehold/leasehold/internal/controllers/namespace"
-	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
@@ -71,20 +69,8 @@ func newInProcessWith(tb testing.TB, mutateRegistry func(*registry.Config), muta
 		tb.Fatal(err)
 	}
 	kinds := builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true})
-	codecs, err := codec.New(kinds)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	docs, err := openapi.New(kinds)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tc, err := docs.TypeConverter()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	ns := resources.Find(kinds, schema.GroupKind{Kind: "Namespace"})
-	rcfg := registry.Config{Store: store, Codecs: codecs, Kinds: kinds, Logger: log, TypeConverter: tc,
+	rcfg := registry.Config{Store: store, Kinds: kinds, Logger: log,
 		Admission: admission.Chain{admission.NamespaceLifecycle{Namespaces: ns.Storage()}}}
 	if mutateRegistry != nil {
 		mutateRegistry(&rcfg)
@@ -96,7 +82,7 @@ func newInProcessWith(tb testing.TB, mutateRegistry func(*registry.Config), muta
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- reg.Run(ctx) }()
-	cfg := Config{Registry: reg, Codecs: codecs, OpenAPI: docs, Logger: log}
+	cfg := Config{Registry: reg, Codecs: reg.Codecs(), OpenAPI: reg.OpenAPI(), Logger: log}
 	if mutate != nil {
 		mutate(&cfg)
 	}

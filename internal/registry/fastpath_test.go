@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
-	"github.com/leasehold/leasehold/internal/codec"
-	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 )
@@ -36,23 +34,11 @@ type fastPathEnv struct {
 func newFastPathEnv(tb testing.TB) *fastPathEnv {
 	tb.Helper()
 	kinds := builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true})
-	codecs, err := codec.New(kinds)
+	reg, err := New(Config{Kinds: kinds})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	docs, err := openapi.New(kinds)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tc, err := docs.TypeConverter()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	reg, err := New(Config{Codecs: codecs, Kinds: kinds, TypeConverter: tc, AtomicList: docs.AtomicList})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := &fastPathEnv{reg: reg, tc: tc}
+	e := &fastPathEnv{reg: reg, tc: reg.typeConverter}
 	e.leases, _ = reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
 	e.endpts, _ = reg.ResourceFor(schema.GroupKind{Kind: "Endpoints"})
 	return e

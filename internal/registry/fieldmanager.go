@@ -141,8 +141,7 @@ func (d defaulter) Default(obj runtime.Object) {
 	}
 }
 
-// fieldManager returns the field manager of res (or of a subresource),
-// nil when managed fields are not tracked (no type converter configured).
+// fieldManager returns the field manager of res (or of a subresource).
 func (r *Registry) fieldManager(res resources.Resource, subresource string) *managedfields.FieldManager {
 	return r.state[res.Kind].fieldManagers[fieldManagerKey{res.VersionIndex(), subresource}]
 }
@@ -154,9 +153,6 @@ func (r *Registry) fieldManager(res resources.Resource, subresource string) *man
 // fastpath.go), which the caller records once the write is stored.
 func (r *Registry) trackUpdate(res resources.Resource, subresource, key string, existing *current, live, obj resources.Object, manager string) (resources.Object, bool) {
 	fm := r.fieldManager(res, subresource)
-	if fm == nil {
-		return obj, false
-	}
 	fast := subresource == "" && fastPathKind(res.Kind)
 	if fast && existing != nil && existing.rev != 0 && r.state[res.Kind].owners.at(key) == existing.rev {
 		if out, ok := r.compare.fastUpdate(live, obj, manager, res.APIVersion(), r.now()); ok {

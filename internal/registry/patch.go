@@ -50,10 +50,6 @@ func (r *Registry) Patch(ctx context.Context, res resources.Resource, namespace,
 	if err := checkPatchSyntax(patchType, patch); err != nil {
 		return WriteResult{}, err
 	}
-	fm := r.fieldManager(res, subresource)
-	if patchType == types.ApplyYAMLPatchType && fm == nil {
-		return WriteResult{}, apierrors.NewInternalError(errors.New("server-side apply needs a type converter"))
-	}
 	key := r.key(res.Kind, namespace, name)
 	w := write{res: res, sub: sub, name: name, allowCreate: patchType == types.ApplyYAMLPatchType && sub == nil}
 	out, err := r.guaranteedUpdate(ctx, res, key, name, 0, opts.DryRun, func(existing *current) (*attempt, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/codec"
+	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/watchcache"
@@ -21,11 +21,12 @@ import (
 
 // Config configures a Registry.
 type Config struct {
-	Store  storage.Interface
-	Codecs *codec.Codecs
+	Store storage.Interface
 	// Prefix is the storage key prefix, "/registry" by default.
 	Prefix string
-	// Kinds are the served kinds.
+	// Kinds are the served kinds: New builds their codecs and OpenAPI
+	// documents, whose definitions drive managedFields and server-side
+	// apply.
 	Kinds []*resources.Kind
 	// Admission runs on every create, update and delete, in order.
 	Admission admission.Chain
@@ -42,15 +43,6 @@ type Config struct {
 	Logger           *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// TypeConverter describes the served types for managedFields and
-	// server-side apply (built from the OpenAPI definitions); without it
-	// managedFields are not tracked and apply is refused.
-	TypeConverter managedfields.TypeConverter
-	// AtomicList reports whether a field (by JSON name) of a Go struct
-	// type is a list the field manager takes as one value, so that the
-	// managedFields fast path can take updates of it (an Endpoints'
-	// subsets); nil: no list is known to be.
-	AtomicList func(t reflect.Type, field string) bool
 }
 
 // Registry serves the verbs of every configured kind.
@@ -65,6 +57,7 @@ type Registry struct {
 
 	typeConverter managedfields.TypeConverter
 	compare       *comparer
+	openapi       *openapi.Service
 
 	kinds []*resources.Kind
 	// state holds each kind's cache and field managers.
@@ -107,16 +100,29 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = time.Minute
 	}
+	codecs, err := codec.New(cfg.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := openapi.New(cfg.Kinds)
+	if err != nil {
+		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
+	}
+	typeConverter, err := docs.TypeConverter()
+	if err != nil {
+		return nil, fmt.Errorf("building the type converter: %w", err)
+	}
 	r := &Registry{
 		store:         cfg.Store,
-		codecs:        cfg.Codecs,
+		codecs:        codecs,
+		openapi:       docs,
 		prefix:        cfg.Prefix,
 		admission:     cfg.Admission,
 		log:           cfg.Logger,
 		now:           cfg.Now,
 		watch:         watchSettings{minTimeout: cfg.MinWatchTimeout, bookmarkInterval: cfg.BookmarkInterval},
-		typeConverter: cfg.TypeConverter,
-		compare:       &comparer{atomic: cfg.AtomicList},
+		typeConverter: typeConverter,
+		compare:       &comparer{atomic: docs.AtomicList},
 		kinds:         cfg.Kinds,
 		state:         make(map[*resources.Kind]*kindState, len(cfg.Kinds)),
 		byGVR:         map[schema.GroupVersionResource]resources.Resource{},
@@ -132,12 +138,8 @@ func New(cfg Config) (*Registry, error) {
 			Decode:     r.decoder(k),
 			Window:     cfg.WatchWindow,
 		})}
-		if cfg.TypeConverter != nil {
-			fms, err := newFieldManagers(cfg.TypeConverter, cfg.Codecs.Scheme(), k)
-			if err != nil {
-				return nil, err
-			}
-			st.fieldManagers = fms
+		if st.fieldManagers, err = newFieldManagers(typeConverter, codecs.Scheme(), k); err != nil {
+			return nil, err
 		}
 		cache := st.cache
 		st.owners.size = func() int {
@@ -258,6 +260,9 @@ func (r *Registry) jsonInfo() runtime.SerializerInfo {
 
 // Codecs returns the codecs objects are encoded with.
 func (r *Registry) Codecs() *codec.Codecs { return r.codecs }
+
+// OpenAPI returns the OpenAPI documents of the served kinds.
+func (r *Registry) OpenAPI() *openapi.Service { return r.openapi }
 
 // Count returns how many objects of k the watch cache holds now, or -1
 // before its first list (kube-apiserver's apiserver_storage_objects reports

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/admission"
-	"github.com/leasehold/leasehold/internal/codec"
-	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -71,19 +69,7 @@ func newTestRegistry(t *testing.T, steps ...admission.Step) (*Registry, *conflic
 	}
 	st := &conflicting{Interface: store}
 	kinds := builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true})
-	codecs, err := codec.New(kinds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := openapi.New(kinds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := docs.TypeConverter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := New(Config{Store: st, Codecs: codecs, Kinds: kinds, TypeConverter: tc, AtomicList: docs.AtomicList, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
+	reg, err := New(Config{Store: st, Kinds: kinds, Admission: steps, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/leasehold/leasehold/internal/audit"
 	"github.com/leasehold/leasehold/internal/auth"
 	"github.com/leasehold/leasehold/internal/buildinfo"
-	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/controllers/clusterroleaggregation"
 	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
@@ -40,7 +39,6 @@ import (
 	"github.com/leasehold/leasehold/internal/datadir"
 	"github.com/leasehold/leasehold/internal/h2server"
 	"github.com/leasehold/leasehold/internal/httpserver"
-	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/pki"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
@@ -285,8 +283,7 @@ func New(cfg Config) (*Server, error) {
 	s.store = store
 	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
-	var docs *openapi.Service
-	if s.reg, docs, err = newRegistry(cfg, store, prefix, kinds,
+	if s.reg, err = newRegistry(cfg, store, prefix, kinds,
 		escalationStep(authz, rbacObjects), admission.OwnerReferences{Authorizer: authz, Kinds: kinds}); err != nil {
 		store.Close()
 		return nil, err
@@ -312,7 +309,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.controllers = controllers.NewRunner(s.reg, cfg.Logger, cfg.Storage == StorageEtcd && !cfg.Standalone)
 	s.api = httpserver.New(httpserver.Config{
-		OpenAPI:                     docs,
+		OpenAPI:                     s.reg.OpenAPI(),
 		Registry:                    s.reg,
 		Codecs:                      s.reg.Codecs(),
 		Authenticator:               authn,
@@ -374,22 +371,10 @@ func (s *Server) controllerList() []controllers.Controller {
 	return cs
 }
 
-// newRegistry builds what serves kinds: the codec, the OpenAPI documents
-// (whose definitions also drive server-side apply), the admission chain
-// (NamespaceLifecycle, then steps) and the registry.
-func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*resources.Kind, steps ...admission.Step) (*registry.Registry, *openapi.Service, error) {
-	codecs, err := codec.New(kinds)
-	if err != nil {
-		return nil, nil, err
-	}
-	docs, err := openapi.New(kinds)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building OpenAPI documents: %w", err)
-	}
-	typeConverter, err := docs.TypeConverter()
-	if err != nil {
-		return nil, nil, fmt.Errorf("building the type converter: %w", err)
-	}
+// newRegistry builds the registry of kinds, which builds their codecs and
+// OpenAPI documents, with the admission chain NamespaceLifecycle, then
+// steps.
+func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*resources.Kind, steps ...admission.Step) (*registry.Registry, error) {
 	var chain admission.Chain
 	if ns := resources.Find(kinds, schema.GroupKind{Kind: "Namespace"}); ns != nil {
 		chain = append(chain, admission.NamespaceLifecycle{Namespaces: ns.Storage()})
@@ -398,20 +383,17 @@ func newRegistry(cfg Config, store storage.Interface, prefix string, kinds []*re
 	reg, err := registry.New(registry.Config{
 		Store:            store,
 		Prefix:           prefix,
-		Codecs:           codecs,
 		Kinds:            kinds,
 		Admission:        chain,
 		WatchWindow:      cfg.WatchWindow,
 		MinWatchTimeout:  cfg.MinRequestTimeout,
 		BookmarkInterval: cfg.BookmarkInterval,
 		Logger:           cfg.Logger,
-		TypeConverter:    typeConverter,
-		AtomicList:       docs.AtomicList,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("registry: %w", err)
+		return nil, fmt.Errorf("registry: %w", err)
 	}
-	return reg, docs, nil
+	return reg, nil
 }
 
 // openStore opens the configured storage engine and returns it with the

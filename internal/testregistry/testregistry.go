@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/codec"
-	"github.com/leasehold/leasehold/internal/openapi"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -40,20 +38,8 @@ func Start(t testing.TB, opts Options) *registry.Registry {
 		st = opts.Wrap(st)
 	}
 	kinds := builtin.Kinds(builtin.Options{CoordinatedLeaderElection: true})
-	codecs, err := codec.New(kinds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := openapi.New(kinds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := docs.TypeConverter()
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg, err := registry.New(registry.Config{
-		Store: st, Codecs: codecs, Kinds: kinds, TypeConverter: tc, AtomicList: docs.AtomicList,
+		Store: st, Kinds: kinds,
 		WatchWindow: opts.WatchWindow, MinWatchTimeout: opts.MinWatchTimeout,
 		Logger: slog.New(slog.DiscardHandler),
 	})
