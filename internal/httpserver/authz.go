@@ -39,16 +39,16 @@ func mutating(a auth.Attributes) bool { return !a.IsReadOnly() }
 // kube-apiserver's 403. A PUT that would create its object (and a
 // server-side apply that would) also needs the create verb, as in
 // kube-apiserver's update and patch handlers.
-func (s *Server) authorize(ctx context.Context, req *http.Request, r *request) error {
+func (s *Server) authorize(ctx context.Context, req *http.Request, call *request) error {
 	if s.authz == nil {
 		return nil
 	}
-	d, reason := s.authz.Authorize(r.attrs)
+	d, reason := s.authz.Authorize(call.attrs)
 	audit.RecordFrom(ctx).Authorized(d == auth.DecisionAllow, reason)
 	if d != auth.DecisionAllow {
-		return forbidden(r.attrs, reason)
+		return forbidden(call.attrs, reason)
 	}
-	return s.authorizeCreateOnUpdate(ctx, req, r)
+	return s.authorizeCreateOnUpdate(ctx, req, call)
 }
 
 // authorizeCreateOnUpdate checks create for a PUT (or apply PATCH) to a
@@ -57,8 +57,8 @@ func (s *Server) authorize(ctx context.Context, req *http.Request, r *request) e
 // is looked up first, so a delete racing with the request can let the PUT
 // create without the check. With ABAC that cannot matter: a policy that
 // allows update allows create.
-func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request, r *request) error {
-	a := r.attrs
+func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request, call *request) error {
+	a := call.attrs
 	if !a.ResourceRequest || a.Subresource != "" || a.Name == "" {
 		return nil
 	}
@@ -68,7 +68,7 @@ func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request,
 	default:
 		return nil
 	}
-	res, ok := s.reg.Resource(r.gvr())
+	res, ok := s.reg.Resource(call.gvr())
 	if !ok || a.Verb == "update" && !res.Kind.Updates.AllowCreateOnUpdate {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (s *Server) authorizeCreateOnUpdate(ctx context.Context, req *http.Request,
 	if d == auth.DecisionAllow {
 		return nil
 	}
-	if _, err := s.reg.Get(ctx, res, r.namespace(), a.Name, ""); !apierrors.IsNotFound(err) {
+	if _, err := s.reg.Get(ctx, res, call.namespace(), a.Name, ""); !apierrors.IsNotFound(err) {
 		// Present (an update), or unknown: the handler decides.
 		return nil
 	}

@@ -14,17 +14,17 @@ import (
 // UI's static files, which need no credentials, and for the rest
 // authentication (401), impersonation (400, 403), the in-flight limits
 // (429), authorization (403), then the API.
-func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, r *request) {
-	if longRunning(r.attrs) {
+func (s *Server) serveChain(w http.ResponseWriter, req *http.Request, call *request) {
+	if longRunning(call.attrs) {
 		defer s.recoverLongRunning(req)
-		s.serveAuthenticated(w, req, r)
+		s.serveAuthenticated(w, req, call)
 		return
 	}
-	s.withDeadline(w, req, r, s.servePublic)
+	s.withDeadline(w, req, call, s.servePublic)
 }
 
 // servePublic serves what needs no credentials, and passes the rest on.
-func (s *Server) servePublic(w http.ResponseWriter, req *http.Request, r *request) {
+func (s *Server) servePublic(w http.ResponseWriter, req *http.Request, call *request) {
 	path := req.URL.Path
 	switch {
 	case path == "/version" || strings.HasPrefix(path, "/version/"):
@@ -36,7 +36,7 @@ func (s *Server) servePublic(w http.ResponseWriter, req *http.Request, r *reques
 		// token and sends it with its own API requests.
 		s.cfg.UI.ServeHTTP(w, req)
 	default:
-		s.serveAuthenticated(w, req, r)
+		s.serveAuthenticated(w, req, call)
 	}
 }
 

@@ -16,8 +16,8 @@ type requestContext struct {
 }
 
 // newRequestContext is r's context over ctx, once r is authorized.
-func newRequestContext(ctx context.Context, r *request) *requestContext {
-	return &requestContext{Context: ctx, attrs: r.attrs}
+func newRequestContext(ctx context.Context, call *request) *requestContext {
+	return &requestContext{Context: ctx, attrs: call.attrs}
 }
 
 func (c *requestContext) Value(key any) any {

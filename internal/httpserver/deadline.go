@@ -41,12 +41,12 @@ const writeGrace = 5 * time.Second
 // kube-apiserver's WithRequestDeadline and handlers set it: the request
 // timeout (60 s), 34 s for writes to resources, or less when the client
 // asks with the timeout parameter. A timeout that does not parse is a 400.
-func (s *Server) requestTimeout(r *request) (time.Duration, error) {
+func (s *Server) requestTimeout(call *request) (time.Duration, error) {
 	limit := s.cfg.RequestTimeout
-	if r.attrs.ResourceRequest && mutating(r.attrs) && s.cfg.WriteTimeout < limit {
+	if call.attrs.ResourceRequest && mutating(call.attrs) && s.cfg.WriteTimeout < limit {
 		limit = s.cfg.WriteTimeout
 	}
-	v := r.query.Get("timeout")
+	v := call.query.Get("timeout")
 	if v == "" {
 		return limit, nil
 	}
@@ -71,11 +71,11 @@ func timeoutError(a auth.Attributes) *apierrors.StatusError {
 }
 
 // withDeadline serves a request that is not long-running with its
-// deadline (above): r.ctx ends at it, and the connection's read and write
+// deadline (above): call.ctx ends at it, and the connection's read and write
 // deadlines are set from it. A panic in next is logged and answered 500
 // when nothing was written yet; otherwise the connection breaks.
-func (s *Server) withDeadline(w http.ResponseWriter, req *http.Request, r *request, next func(http.ResponseWriter, *http.Request, *request)) {
-	timeout, err := s.requestTimeout(r)
+func (s *Server) withDeadline(w http.ResponseWriter, req *http.Request, call *request, next func(http.ResponseWriter, *http.Request, *request)) {
+	timeout, err := s.requestTimeout(call)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -83,7 +83,7 @@ func (s *Server) withDeadline(w http.ResponseWriter, req *http.Request, r *reque
 	deadline := time.Now().Add(timeout)
 	ctx, cancel := context.WithDeadline(req.Context(), deadline)
 	defer cancel()
-	r.ctx = ctx
+	call.ctx = ctx
 	rc := http.NewResponseController(w)
 	if req.ProtoMajor < 2 {
 		// net/http reads an HTTP/1.1 connection while its handler runs,
@@ -107,12 +107,12 @@ func (s *Server) withDeadline(w http.ResponseWriter, req *http.Request, r *reque
 		if p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value, as net/http compares it
 			s.logPanic(req, p)
 		}
-		if p == http.ErrAbortHandler || r.answer.code != 0 { //nolint:errorlint // sentinel panic value
+		if p == http.ErrAbortHandler || call.answer.code != 0 { //nolint:errorlint // sentinel panic value
 			panic(http.ErrAbortHandler)
 		}
 		s.writeError(w, req, panicError())
 	}()
-	next(w, req, r)
+	next(w, req, call)
 }
 
 // panicError is the 500 of a request whose handler panicked.

@@ -47,8 +47,8 @@ func serveDeadline(t *testing.T, a auth.Attributes, next func(http.ResponseWrite
 			setBaseHeader(w.Header(), []string{"audit-1"})
 			r := withAttrs(req, a)
 			r.answer.ResponseWriter = w
-			s.withDeadline(&r.answer, req, r, func(w http.ResponseWriter, req *http.Request, r *request) {
-				next(w, req.WithContext(newRequestContext(r.ctx, r)))
+			s.withDeadline(&r.answer, req, r, func(w http.ResponseWriter, req *http.Request, call *request) {
+				next(w, req.WithContext(newRequestContext(call.ctx, call)))
 			})
 		}))
 		tr.start(ts)

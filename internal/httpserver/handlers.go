@@ -30,36 +30,36 @@ import (
 	"github.com/leasehold/leasehold/internal/resources"
 )
 
-func (s *Server) get(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) get(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
 	var opts metav1.GetOptions
-	if err := decodeParams(r.query, &opts); err != nil {
+	if err := decodeParams(call.query, &opts); err != nil {
 		return err
 	}
-	obj, err := s.reg.Get(req.Context(), res, r.namespace(), r.name(), opts.ResourceVersion)
+	obj, err := s.reg.Get(req.Context(), res, call.namespace(), call.name(), opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
-	return s.writeResult(w, req, r, out, res, http.StatusOK, obj)
+	return s.writeResult(w, req, call, out, res, http.StatusOK, obj)
 }
 
-func (s *Server) list(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) list(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, true))
 	if err != nil {
 		return err
 	}
-	opts, err := listOptions(r.query)
+	opts, err := listOptions(call.query)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.List(req.Context(), res, r.namespace(), opts)
+	result, err := s.reg.List(req.Context(), res, call.namespace(), opts)
 	if err != nil {
 		return err
 	}
-	return s.writeList(w, req, r, out, res, result)
+	return s.writeList(w, req, call, out, res, result)
 }
 
 // target is what a resource's endpoints answer: transforms, and protobuf
@@ -110,13 +110,13 @@ func decodeWriteOptions(query url.Values, opts runtime.Object, kind string, vali
 	return nil
 }
 
-func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
 	var opts metav1.CreateOptions
-	if err := decodeWriteOptions(r.query, &opts, "CreateOptions", func() field.ErrorList { return metav1validation.ValidateCreateOptions(&opts) }); err != nil {
+	if err := decodeWriteOptions(call.query, &opts, "CreateOptions", func() field.ErrorList { return metav1validation.ValidateCreateOptions(&opts) }); err != nil {
 		return err
 	}
 	in, err := s.decodeBody(req, res, opts.FieldValidation)
@@ -124,22 +124,22 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res resources.
 		return err
 	}
 	defer in.release()
-	result, err := s.reg.Create(req.Context(), res, r.namespace(), in.obj, registry.WriteOptions{
+	result, err := s.reg.Create(req.Context(), res, call.namespace(), in.obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent())})
 	addWarnings(w, append(in.warnings, result.Warnings...))
 	if err != nil {
 		return err
 	}
-	return s.writeResult(w, req, r, out, res, http.StatusCreated, codec.Cached{Obj: result.Object})
+	return s.writeResult(w, req, call, out, res, http.StatusCreated, codec.Cached{Obj: result.Object})
 }
 
-func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
 	var opts metav1.UpdateOptions
-	if err := decodeWriteOptions(r.query, &opts, "UpdateOptions", func() field.ErrorList { return metav1validation.ValidateUpdateOptions(&opts) }); err != nil {
+	if err := decodeWriteOptions(call.query, &opts, "UpdateOptions", func() field.ErrorList { return metav1validation.ValidateUpdateOptions(&opts) }); err != nil {
 		return err
 	}
 	in, err := s.decodeBody(req, res, opts.FieldValidation)
@@ -147,23 +147,23 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res resources.
 		return err
 	}
 	defer in.release()
-	result, err := s.reg.Update(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, in.obj, registry.WriteOptions{
+	result, err := s.reg.Update(req.Context(), res, call.namespace(), call.name(), call.attrs.Subresource, in.obj, registry.WriteOptions{
 		DryRun: len(opts.DryRun) > 0, Manager: managerOrUserAgent(opts.FieldManager, req.UserAgent()), Again: in.again})
 	addWarnings(w, append(in.warnings, result.Warnings...))
 	if err != nil {
 		return err
 	}
-	return s.writeWriteResult(w, req, r, out, res, result)
+	return s.writeWriteResult(w, req, call, out, res, result)
 }
 
 // writeWriteResult answers an update or a patch: 201 when it created the
 // object, 200 otherwise.
-func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, r *request, out codec.Output, res resources.Resource, result registry.WriteResult) error {
+func (s *Server) writeWriteResult(w http.ResponseWriter, req *http.Request, call *request, out codec.Output, res resources.Resource, result registry.WriteResult) error {
 	code := http.StatusOK
 	if result.Created {
 		code = http.StatusCreated
 	}
-	return s.writeResult(w, req, r, out, res, code, codec.Cached{Obj: result.Object})
+	return s.writeResult(w, req, call, out, res, code, codec.Cached{Obj: result.Object})
 }
 
 // decoded is a create or update body, decoded.
@@ -297,16 +297,16 @@ func readAll(buf []byte, r io.Reader, declared, limit int64) ([]byte, error) {
 	}
 }
 
-func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, false))
 	if err != nil {
 		return err
 	}
-	opts, err := s.deleteOptions(req, r)
+	opts, err := s.deleteOptions(req, call)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.Delete(req.Context(), res, r.namespace(), r.name(), opts)
+	result, err := s.reg.Delete(req.Context(), res, call.namespace(), call.name(), opts)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.
 		if opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // kube-apiserver keeps this for old clients
 			code = http.StatusAccepted
 		}
-		return s.writeResult(w, req, r, out, res, code, codec.Cached{Obj: result.Object})
+		return s.writeResult(w, req, call, out, res, code, codec.Cached{Obj: result.Object})
 	}
 	status := &metav1.Status{
 		Status: metav1.StatusSuccess,
@@ -332,14 +332,14 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, res resources.
 
 // deleteOptions reads DeleteOptions from the body, or from the query when
 // the body is empty, as kube-apiserver does.
-func (s *Server) deleteOptions(req *http.Request, r *request) (*metav1.DeleteOptions, error) {
+func (s *Server) deleteOptions(req *http.Request, call *request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := s.readBody(req)
 	if err != nil {
 		return nil, err
 	}
 	if len(body) == 0 {
-		if err := decodeParams(r.query, opts); err != nil {
+		if err := decodeParams(call.query, opts); err != nil {
 			return nil, err
 		}
 		return opts, nil
@@ -359,24 +359,24 @@ func (s *Server) deleteOptions(req *http.Request, r *request) (*metav1.DeleteOpt
 	return opts, nil
 }
 
-func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.Negotiate(req, target(res, true))
 	if err != nil {
 		return err
 	}
-	listOpts, err := listOptions(r.query)
+	listOpts, err := listOptions(call.query)
 	if err != nil {
 		return err
 	}
-	opts, err := s.deleteOptions(req, r)
+	opts, err := s.deleteOptions(req, call)
 	if err != nil {
 		return err
 	}
-	result, err := s.reg.DeleteCollection(req.Context(), res, r.namespace(), listOpts, opts)
+	result, err := s.reg.DeleteCollection(req.Context(), res, call.namespace(), listOpts, opts)
 	if err != nil {
 		return err
 	}
-	return s.writeList(w, req, r, out, res, result)
+	return s.writeList(w, req, call, out, res, result)
 }
 
 // patchTypes are the accepted patch media types, in kube-apiserver's order.
@@ -387,7 +387,7 @@ var patchTypes = []string{
 	string(types.ApplyYAMLPatchType),
 }
 
-func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	contentType := req.Header.Get("Content-Type")
 	if i := strings.IndexByte(contentType, ';'); i > 0 {
 		contentType = contentType[:i]
@@ -407,7 +407,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.R
 	}
 	s.auditPatch(req, patchType, body)
 	var opts metav1.PatchOptions
-	if err := decodeParams(r.query, &opts); err != nil {
+	if err := decodeParams(call.query, &opts); err != nil {
 		return err
 	}
 	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
@@ -421,12 +421,12 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res resources.R
 	if po.FieldValidation == "" {
 		po.FieldValidation = metav1.FieldValidationWarn
 	}
-	result, err := s.reg.Patch(req.Context(), res, r.namespace(), r.name(), r.attrs.Subresource, patchType, body, po)
+	result, err := s.reg.Patch(req.Context(), res, call.namespace(), call.name(), call.attrs.Subresource, patchType, body, po)
 	addWarnings(w, result.Warnings)
 	if err != nil {
 		return err
 	}
-	return s.writeWriteResult(w, req, r, out, res, result)
+	return s.writeWriteResult(w, req, call, out, res, result)
 }
 
 // managerOrUserAgent names the field manager of a write: the fieldManager

@@ -118,11 +118,11 @@ func tooManyRequests(w http.ResponseWriter) {
 // checkSelectors refuses, with 400, selectors of more than
 // maxSelectorRequirements requirements. Selectors that do not parse are
 // left to the handler, which words the error as kube-apiserver does.
-func checkSelectors(r *request) error {
-	if a := r.attrs; !a.ResourceRequest || a.Verb != "list" && a.Verb != "watch" && a.Verb != "deletecollection" {
+func checkSelectors(call *request) error {
+	if a := call.attrs; !a.ResourceRequest || a.Verb != "list" && a.Verb != "watch" && a.Verb != "deletecollection" {
 		return nil
 	}
-	q := r.query
+	q := call.query
 	n := 0
 	if v := q.Get("labelSelector"); v != "" {
 		if sel, err := labels.Parse(v); err == nil {

@@ -93,18 +93,18 @@ type requestLabels struct {
 // watch=true, PATCH with an apply body is APPLY; POST, PUT and DELETE stay
 // as they are), the scope is resource, namespace or cluster (empty for
 // non-resource requests, whose path goes in subresource).
-func (s *Server) labels(req *http.Request, r *request) requestLabels {
-	a := r.attrs
+func (s *Server) labels(req *http.Request, call *request) requestLabels {
+	a := call.attrs
 	l := requestLabels{dryRun: cleanDryRun(req.URL)}
 	switch {
-	case r.name() != "" || a.Verb == "create":
+	case call.name() != "" || a.Verb == "create":
 		l.scope = "resource"
-	case r.namespace() != "":
+	case call.namespace() != "":
 		l.scope = "namespace"
 	case a.ResourceRequest:
 		l.scope = "cluster"
 	}
-	l.verb = cleanVerb(req, r, l.scope)
+	l.verb = cleanVerb(req, call, l.scope)
 	if !a.ResourceRequest {
 		l.subresource = metricsPath(a.Path)
 		return l
@@ -114,7 +114,7 @@ func (s *Server) labels(req *http.Request, r *request) requestLabels {
 	}
 	// Only what is served is named: a path that names anything else is
 	// recorded without its group, version and resource.
-	res, ok := s.reg.Resource(r.gvr())
+	res, ok := s.reg.Resource(call.gvr())
 	if !ok {
 		return l
 	}
@@ -127,8 +127,8 @@ func (s *Server) labels(req *http.Request, r *request) requestLabels {
 
 // cleanVerb is kube-apiserver's reported verb (CanonicalVerb, CleanVerb):
 // unknown methods are "other".
-func cleanVerb(req *http.Request, r *request, scope string) string {
-	if r.attrs.Verb == "watch" {
+func cleanVerb(req *http.Request, call *request, scope string) string {
+	if call.attrs.Verb == "watch" {
 		return "WATCH"
 	}
 	switch req.Method {

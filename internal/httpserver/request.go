@@ -79,26 +79,26 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 // HTTP method. A list or watch whose field selector fixes metadata.name is
 // authorized with that name, as in kube-apiserver.
 func parseRequest(req *http.Request) *request {
-	r := &request{
+	call := &request{
 		received: time.Now(),
 		method:   req.Method,
 		attrs:    auth.Attributes{Path: req.URL.Path, Verb: lowerMethod(req.Method)},
 	}
 	if req.URL.RawQuery != "" {
-		r.query = req.URL.Query() // (a map even for none)
+		call.query = req.URL.Query() // (a map even for none)
 	}
-	a := &r.attrs
+	a := &call.attrs
 	var segments [maxSegments]string
 	parts := appendSegments(segments[:0], req.URL.Path)
-	r.routable = !slices.Contains(parts, "")
+	call.routable = !slices.Contains(parts, "")
 	if len(parts) < 3 || parts[0] != "api" && parts[0] != "apis" {
-		return r
+		return call
 	}
 	prefix := parts[0]
 	parts = parts[1:]
 	if prefix == "apis" {
 		if len(parts) < 3 {
-			return r
+			return call
 		}
 		a.APIGroup = parts[0]
 		parts = parts[1:]
@@ -109,13 +109,13 @@ func parseRequest(req *http.Request) *request {
 
 	if parts[0] == "watch" || parts[0] == "proxy" {
 		a.Verb = parts[0]
-		r.watchPath = parts[0] == "watch"
+		call.watchPath = parts[0] == "watch"
 		parts = parts[1:]
 		if len(parts) == 0 {
 			// kube-apiserver fails such a request (500); leasehold
 			// authorizes it without a resource, and the router answers
 			// 404.
-			return r
+			return call
 		}
 	} else {
 		switch req.Method {
@@ -139,11 +139,11 @@ func parseRequest(req *http.Request) *request {
 		// subresource (namespaces/{name}/status).
 		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
 			parts = parts[2:]
-			r.scoped = true
+			call.scoped = true
 		}
 	}
 	if len(parts) > 3 {
-		r.routable = false
+		call.routable = false
 	}
 	switch {
 	case len(parts) >= 3 && a.Verb != "proxy":
@@ -157,10 +157,10 @@ func parseRequest(req *http.Request) *request {
 	}
 	if a.Name == "" && a.Verb == "get" {
 		a.Verb = "list"
-		if isWatch(r.query) {
+		if isWatch(call.query) {
 			a.Verb = "watch"
 		}
-		if v := r.query.Get("fieldSelector"); v != "" {
+		if v := call.query.Get("fieldSelector"); v != "" {
 			// As kube-apiserver: a selector that does not parse names
 			// nothing here, and the handler answers 400.
 			if sel, err := fields.ParseSelector(v); err == nil {
@@ -173,7 +173,7 @@ func parseRequest(req *http.Request) *request {
 	if a.Name == "" && a.Verb == "delete" {
 		a.Verb = "deletecollection"
 	}
-	return r
+	return call
 }
 
 // isWatch reads the watch parameter as apimachinery's parameter codec
@@ -205,25 +205,25 @@ func appendSegments(parts []string, p string) []string {
 }
 
 // gvr is the group, version and resource the request names.
-func (r *request) gvr() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: r.attrs.APIGroup, Version: r.attrs.APIVersion, Resource: r.attrs.Resource}
+func (call *request) gvr() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: call.attrs.APIGroup, Version: call.attrs.APIVersion, Resource: call.attrs.Resource}
 }
 
 // namespace is the namespace the route serves: the authorized namespace,
 // except for a namespace's own path, which authorization sees as in the
 // namespace it names.
-func (r *request) namespace() string {
-	if r.attrs.Resource == "namespaces" && !r.scoped {
+func (call *request) namespace() string {
+	if call.attrs.Resource == "namespaces" && !call.scoped {
 		return ""
 	}
-	return r.attrs.Namespace
+	return call.attrs.Namespace
 }
 
 // name is the object the route serves: a list or a watch of a collection
 // names none, even when authorized with a field-selected name.
-func (r *request) name() string {
-	if r.attrs.Verb == "list" || r.attrs.Verb == "watch" && !r.watchPath {
+func (call *request) name() string {
+	if call.attrs.Verb == "list" || call.attrs.Verb == "watch" && !call.watchPath {
 		return ""
 	}
-	return r.attrs.Name
+	return call.attrs.Name
 }

@@ -173,8 +173,8 @@ func notFoundPath() error {
 // writeResult writes one object of res (storage version) in the
 // negotiated output, transformed to a Table or PartialObjectMetadata when
 // the client asked for it.
-func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, r *request, out codec.Output, res resources.Resource, code int, obj codec.Cached) error {
-	if err := tableOptions(r, out); err != nil {
+func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, call *request, out codec.Output, res resources.Resource, code int, obj codec.Cached) error {
+	if err := tableOptions(call, out); err != nil {
 		return err
 	}
 	body, err := s.codecs.EncodeObject(out, res, obj)
@@ -194,8 +194,8 @@ func (s *Server) writeResult(w http.ResponseWriter, req *http.Request, r *reques
 
 // writeList writes a list result as the kind's list, a Table or a
 // PartialObjectMetadataList.
-func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request, out codec.Output, res resources.Resource, result *registry.ListResult) error {
-	if err := tableOptions(r, out); err != nil {
+func (s *Server) writeList(w http.ResponseWriter, req *http.Request, call *request, out codec.Output, res resources.Resource, result *registry.ListResult) error {
+	if err := tableOptions(call, out); err != nil {
 		return err
 	}
 	body, err := s.codecs.EncodeList(out, res, result.Items, result.ListMeta())
@@ -223,9 +223,9 @@ func (s *Server) writeList(w http.ResponseWriter, req *http.Request, r *request,
 
 // tableOptions reads the request's table options into a Table output, as
 // kube-apiserver does once it has the object to answer with.
-func tableOptions(r *request, out codec.Output) error {
+func tableOptions(call *request, out codec.Output) error {
 	if t := out.Transform; t != nil && t.Kind == "Table" {
-		opts, err := codec.TableOptions(r.query)
+		opts, err := codec.TableOptions(call.query)
 		if err != nil {
 			return err
 		}

@@ -67,13 +67,13 @@ func TestRouteMatchesAuthorization(t *testing.T) {
 
 // servesAuthorized reports whether the route of r serves the namespace and
 // name authorization saw.
-func servesAuthorized(r *request) bool {
-	a := r.attrs
-	ns := r.namespace()
-	if a.Resource == "namespaces" && !r.scoped {
-		ns = r.name() // a namespace is its own namespace
+func servesAuthorized(call *request) bool {
+	a := call.attrs
+	ns := call.namespace()
+	if a.Resource == "namespaces" && !call.scoped {
+		ns = call.name() // a namespace is its own namespace
 	}
-	sameName := a.Name == r.name() || r.name() == "" && (a.Verb == "list" || a.Verb == "watch")
+	sameName := a.Name == call.name() || call.name() == "" && (a.Verb == "list" || a.Verb == "watch")
 	return a.Namespace == ns && sameName
 }
 

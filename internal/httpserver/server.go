@@ -199,9 +199,9 @@ func setBaseHeader(h http.Header, auditID []string) {
 }
 
 // serveAPI serves an authorized request.
-func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, r *request) error {
+func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, call *request) error {
 	// Discovery documents are never at a resource's path.
-	if !r.attrs.ResourceRequest && s.serveDiscovery(w, req) {
+	if !call.attrs.ResourceRequest && s.serveDiscovery(w, req) {
 		return nil
 	}
 	if strings.HasPrefix(req.URL.Path, "/debug/pprof") {
@@ -218,43 +218,43 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, r *request) 
 		s.cfg.OpenAPI.ServeHTTP(w, req)
 		return nil
 	}
-	if !r.attrs.ResourceRequest || !r.routable || r.attrs.Resource == "" {
+	if !call.attrs.ResourceRequest || !call.routable || call.attrs.Resource == "" {
 		return notFoundPath()
 	}
-	res, ok := s.reg.Resource(r.gvr())
+	res, ok := s.reg.Resource(call.gvr())
 	if !ok {
 		return notFoundPath()
 	}
-	if err := routeError(res, r); err != nil {
+	if err := routeError(res, call); err != nil {
 		return err
 	}
 	// The request's deadline is already set: withDeadline (serveChain).
-	switch r.attrs.Verb {
+	switch call.attrs.Verb {
 	case "get":
-		return s.get(w, req, res, r)
+		return s.get(w, req, res, call)
 	case "list":
-		return s.list(w, req, res, r)
+		return s.list(w, req, res, call)
 	case "watch":
-		return s.watch(w, req, res, r)
+		return s.watch(w, req, res, call)
 	case "create":
-		return s.create(w, req, res, r)
+		return s.create(w, req, res, call)
 	case "update":
-		return s.update(w, req, res, r)
+		return s.update(w, req, res, call)
 	case "patch":
-		return s.patch(w, req, res, r)
+		return s.patch(w, req, res, call)
 	case "delete":
-		return s.delete(w, req, res, r)
+		return s.delete(w, req, res, call)
 	case "deletecollection":
-		return s.deleteCollection(w, req, res, r)
+		return s.deleteCollection(w, req, res, call)
 	}
 	return methodNotAllowed()
 }
 
 // routeError refuses what kube-apiserver's router does not register for
 // res, with its 404 or 405.
-func routeError(res resources.Resource, r *request) error {
+func routeError(res resources.Resource, call *request) error {
 	k := res.Kind
-	ns, name, sub, verb := r.namespace(), r.name(), r.attrs.Subresource, r.attrs.Verb
+	ns, name, sub, verb := call.namespace(), call.name(), call.attrs.Subresource, call.attrs.Verb
 	switch {
 	case verb == "proxy":
 		return notFoundPath()
@@ -263,12 +263,12 @@ func routeError(res resources.Resource, r *request) error {
 	case k.Namespaced && name != "" && ns == "":
 		return notFoundPath()
 	}
-	if r.watchPath {
+	if call.watchPath {
 		// Only GETs of collections and objects live under /watch/.
 		if sub != "" {
 			return notFoundPath()
 		}
-		if r.method != http.MethodGet && r.method != http.MethodHead {
+		if call.method != http.MethodGet && call.method != http.MethodHead {
 			return methodNotAllowed()
 		}
 	}

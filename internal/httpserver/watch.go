@@ -20,17 +20,17 @@ const defaultWatchWriteTimeout = 60 * time.Second
 // watch serves a watch: the registry's watch gives the events filtered
 // and encoded; this writes them, flushing each batch, each write under a
 // stall guard.
-func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.Resource, r *request) error {
+func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.Resource, call *request) error {
 	out, err := s.codecs.NegotiateStream(req, target(res, false))
 	if err != nil {
 		return err
 	}
-	opts, err := listOptions(r.query)
+	opts, err := listOptions(call.query)
 	if err != nil {
 		return err
 	}
 	opts.Watch = true
-	if err := tableOptions(r, out); err != nil {
+	if err := tableOptions(call, out); err != nil {
 		return err
 	}
 	// The watch ends cleanly with the request or with the server.
@@ -41,7 +41,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, res resources.R
 	enc := s.codecs.NewWatchEncoder(out, res)
 	guard := &stallGuard{w: w, rc: http.NewResponseController(w), timeout: s.cfg.WatchWriteTimeout}
 	defer guard.close()
-	watch, err := s.reg.Watch(ctx, res, r.namespace(), r.name(), opts)
+	watch, err := s.reg.Watch(ctx, res, call.namespace(), call.name(), opts)
 	if err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
 		return err
 	}
