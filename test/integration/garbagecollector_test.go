@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -247,6 +248,8 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 // that exists loses only the dangling reference. A namespaced owner is
 // looked for in the dependent's namespace only; a cluster-scoped object
 // cannot be owned by a namespaced kind, and such a reference keeps it.
+// An owner found in another namespace is told in upstream's
+// OwnerRefInvalidNamespace Event.
 func TestGarbageCollectorMissingOwners(t *testing.T) {
 	t.Parallel()
 	ts := testserver.Start(t)
@@ -264,7 +267,7 @@ func TestGarbageCollectorMissingOwners(t *testing.T) {
 	e.lease("half", nil, ghost, ref(alive, false))
 	// An owner in another namespace is absent from this one.
 	elsewhere := other.lease("elsewhere", nil)
-	e.lease("cross", nil, ref(elsewhere, false))
+	cross := e.lease("cross", nil, ref(elsewhere, false))
 	// An owner of a kind not served cannot be resolved.
 	e.lease("unknown-kind", nil, metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Nope", Name: "x", UID: "6f1c5a52-5a11-4d0e-9a4b-000000000003"})
 
@@ -273,7 +276,7 @@ func TestGarbageCollectorMissingOwners(t *testing.T) {
 	roles := c.RbacV1().ClusterRoles()
 	nsRef := metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: "gc-gone", UID: "6f1c5a52-5a11-4d0e-9a4b-000000000004"}
 	must[*rbacv1.ClusterRole](t)(roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gc-role-of-gone-ns", OwnerReferences: []metav1.OwnerReference{nsRef}}}, metav1.CreateOptions{}))
-	must[*rbacv1.ClusterRole](t)(roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gc-role-of-lease", OwnerReferences: []metav1.OwnerReference{ref(elsewhere, false)}}}, metav1.CreateOptions{}))
+	roleOfLease := must[*rbacv1.ClusterRole](t)(roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gc-role-of-lease", OwnerReferences: []metav1.OwnerReference{ref(elsewhere, false)}}}, metav1.CreateOptions{}))
 
 	e.waitGone("orphan-of-ghost", "orphan-of-impostor", "cross")
 	waitFor(t, func() bool {
@@ -289,6 +292,17 @@ func TestGarbageCollectorMissingOwners(t *testing.T) {
 	}
 	if e.get("alive") == nil || other.get("elsewhere") == nil {
 		t.Error("an owner was collected")
+	}
+
+	for _, want := range []struct {
+		ns, dependentNS string
+		uid             types.UID
+	}{{e.ns, e.ns, cross.UID}, {"default", "", roleOfLease.UID}} {
+		ev := waitEvent(t, c, want.ns, want.uid, "OwnerRefInvalidNamespace")
+		msg := fmt.Sprintf("ownerRef [coordination.k8s.io/v1/Lease, namespace: %s, name: elsewhere, uid: %s] does not exist in namespace %q", want.dependentNS, elsewhere.UID, want.dependentNS)
+		if ev.Type != corev1.EventTypeWarning || ev.Message != msg || ev.Source.Component != "garbage-collector-controller" {
+			t.Errorf("event %s %q from %q, want Warning %q", ev.Type, ev.Message, ev.Source.Component, msg)
+		}
 	}
 }
 

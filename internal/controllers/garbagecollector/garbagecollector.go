@@ -30,11 +30,14 @@
 // dependents in the index. Only a list after a watch was lost (410) goes
 // over the nodes, to catch the deletions it missed.
 //
-// Deliberate differences from upstream: no OwnerRefInvalidNamespace
-// Event (upstream emits it when it has seen the owner's UID in another
-// namespace; leasehold keeps no UID index of every object), and
-// references to unknown kinds are not retried in a loop but checked
-// again when the object's references change or after a list.
+// A reference whose owner's UID is found under its name in another
+// namespace (a namespaced dependent's, or any for a cluster-scoped
+// dependent of a namespaced kind) gets upstream's OwnerRefInvalidNamespace
+// Warning Event; upstream finds the UID in its graph of every object,
+// leasehold looks the name up in each namespace, only when the owner is
+// not where the reference says. A reference to a kind not served is
+// checked again when the object's references change or after a list,
+// not retried in a loop.
 //
 // It is a singleton on etcd.
 package garbagecollector
@@ -46,11 +49,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -63,6 +68,8 @@ import (
 const (
 	// Name names the controller in logs and in its Lease.
 	Name = "garbage-collector"
+	// component is the source of its Events, upstream's.
+	component = "garbage-collector-controller"
 	// manager is the field manager of the collector's updates.
 	manager = "leasehold"
 	// workers is how many objects are looked at at once: each look is
@@ -79,6 +86,8 @@ type Collector struct {
 	now   func() time.Time
 	graph *graph
 	queue *controllers.Queue[types.UID]
+	// recorder is set while the collector runs.
+	recorder record.EventRecorder
 
 	deletions          prometheus.Counter
 	nodesDesc, ownDesc *prometheus.Desc
@@ -123,6 +132,9 @@ func (c *Collector) run(ctx context.Context) error {
 	// A run that starts (again) builds its graph from the lists.
 	c.graph.reset()
 	c.queue = controllers.NewQueue[types.UID]()
+	rec, stop := controllers.NewRecorder(c.reg, component)
+	defer stop()
+	c.recorder = rec
 	g, gctx := errgroup.WithContext(ctx)
 	var synced sync.WaitGroup
 	for _, k := range c.reg.Kinds() {
@@ -348,6 +360,7 @@ func (c *Collector) owner(ctx context.Context, dependent resources.Object, r met
 	namespace := ""
 	if res.Kind.Namespaced {
 		if namespace = dependent.GetNamespace(); namespace == "" {
+			c.reportElsewhere(dependent, res, r)
 			return ownerUnknown, nil
 		}
 	}
@@ -356,16 +369,45 @@ func (c *Collector) owner(ctx context.Context, dependent resources.Object, r met
 		o, err = c.reg.Get(ctx, res, namespace, r.Name, "")
 	}
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) || err == nil && o.Obj.GetUID() != r.UID:
+		if res.Kind.Namespaced {
+			c.reportElsewhere(dependent, res, r)
+		}
 		return ownerAbsent, nil
 	case err != nil:
 		return ownerExists, err
-	case o.Obj.GetUID() != r.UID:
-		return ownerAbsent, nil
 	case o.Obj.GetDeletionTimestamp() != nil && slices.Contains(o.Obj.GetFinalizers(), metav1.FinalizerDeleteDependents):
 		return ownerWaits, nil
 	}
 	return ownerExists, nil
+}
+
+// reportElsewhere tells, in a Warning Event on dependent, that the owner
+// r names (of the namespaced resource res) exists in another namespace
+// than the dependent's, which a reference cannot reach.
+func (c *Collector) reportElsewhere(dependent resources.Object, res resources.Resource, r metav1.OwnerReference) {
+	namespaces, ok := c.reg.ResourceFor(schema.GroupKind{Kind: "Namespace"})
+	if !ok {
+		return
+	}
+	all, ok := c.reg.Snapshot(namespaces)
+	owners, ok2 := c.reg.Snapshot(res)
+	if !ok || !ok2 {
+		return
+	}
+	found := false
+	all.Each("", func(ns resources.Object) bool {
+		if ns.GetName() == dependent.GetNamespace() {
+			return true
+		}
+		o, ok := owners.Get(ns.GetName(), r.Name)
+		found = ok && o.GetUID() == r.UID
+		return !found
+	})
+	if found {
+		c.recorder.Eventf(dependent, corev1.EventTypeWarning, "OwnerRefInvalidNamespace", "ownerRef [%s/%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q",
+			r.APIVersion, r.Kind, dependent.GetNamespace(), r.Name, r.UID, dependent.GetNamespace())
+	}
 }
 
 // deleteDependents carries a foreground deletion of owner on: its
