@@ -14,7 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/bench"
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // TestHelpIsNotAnError: "-h" prints the flags and succeeds (exit status

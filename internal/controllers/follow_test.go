@@ -14,7 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
-	"github.com/leasehold/leasehold/internal/testregistry"
+	"github.com/leasehold/leasehold/internal/testkit/testregistry"
 )
 
 // view is what a controller keeps with a Follower: the objects by name,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/lock"
-	"github.com/leasehold/leasehold/internal/lock/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
 )
 
 // elect starts `leasehold elect` on the lease "web" with the fast election

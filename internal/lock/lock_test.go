@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/lock"
-	"github.com/leasehold/leasehold/internal/lock/locktest"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 func TestMain(m *testing.M) {

@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
-	"github.com/leasehold/leasehold/internal/storage/storagetest"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/storagetest"
 )
 
 // The storage conformance suite, run with every read served by a watch

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/leasehold/leasehold/internal/testbin"
+	"github.com/leasehold/leasehold/internal/testkit/testbin"
 )
 
 type process struct {

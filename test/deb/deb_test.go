@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // pkg is the package built once for every test of this file.

@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 
-	"github.com/leasehold/leasehold/internal/testbin"
+	"github.com/leasehold/leasehold/internal/testkit/testbin"
 )
 
 // process is a real leasehold process.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // TestKubectlCascade: kubectl delete --cascade=background|foreground|

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 const rbacTokens = "alice-token,alice,uid-alice,devs\nbob-token,bob,uid-bob\n"

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/net/http2"
 
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 	"github.com/leasehold/leasehold/test/hostile"
 )
 

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/leasehold/leasehold/internal/controllers/election/electiontest"
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/electiontest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // TestCoordinatedLeaderElection: client-go candidates with coordinated

@@ -1,7 +1,7 @@
 package integration
 
 import (
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"

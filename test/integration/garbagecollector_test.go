@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // gcEnv creates owners and dependents in one namespace.

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // churn creates, updates and deletes leases and endpoints in namespaces

@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/leasehold/leasehold/internal/kindtest"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/kindtest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // counter makes each change of a fixture a new one.

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 func TestLeaseValidation(t *testing.T) {

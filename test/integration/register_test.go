@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leasehold/leasehold/internal/lock/locktest"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // TestRegisterGRPC: three gRPC servers registered with `leasehold

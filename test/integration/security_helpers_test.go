@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // secureServer is a server with a token file, a client CA file and,

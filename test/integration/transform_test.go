@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 var (

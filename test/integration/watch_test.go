@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // next returns the next event of w, failing after 10 s.

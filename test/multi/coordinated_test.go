@@ -11,9 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	electioncontroller "github.com/leasehold/leasehold/internal/controllers/election"
-	"github.com/leasehold/leasehold/internal/controllers/election/electiontest"
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/electiontest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // TestCoordinatedLeaderElection runs electiontest's scenarios with the

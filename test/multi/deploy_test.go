@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/server"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 const (
@@ -209,7 +209,7 @@ func restartEtcd(t testing.TB, m *etcdtest.Member) {
 }
 
 // inProcess is a replica running in the test process (internal/server via
-// internal/testserver).
+// internal/testkit/testserver).
 type inProcess struct {
 	name, dir, addr string
 	etcd            []string

@@ -5,7 +5,7 @@
 //
 // # Deployment
 //
-// Each test starts its own etcd cluster (internal/etcdtest, real etcd
+// Each test starts its own etcd cluster (internal/testkit/etcdtest, real etcd
 // processes on loopback ports) and three replicas, each with its own data
 // directory and listen address, all sharing one CA and the admin client
 // certificate: the first replica generates them, and the others' pki
@@ -77,7 +77,7 @@
 // # Coordinated leader election
 //
 // TestCoordinatedLeaderElection runs the scenarios of
-// internal/controllers/election/electiontest with client-go candidates
+// internal/testkit/electiontest with client-go candidates
 // spread over three replicas, kills the replica running the election
 // controller between them, and checks from the replicas' logs that the
 // controller ran in one replica at a time and made every write there.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/leasehold/leasehold/internal/controllers/election/electiontest"
+	"github.com/leasehold/leasehold/internal/testkit/electiontest"
 )
 
 // electionNamespace holds the elections' Leases.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/leasehold/leasehold/internal/controllers/election/electiontest"
-	"github.com/leasehold/leasehold/internal/lock/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/electiontest"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
 )
 
 func TestMain(m *testing.M) {

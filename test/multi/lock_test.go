@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/lock"
-	"github.com/leasehold/leasehold/internal/lock/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
 )
 
 // TestLockReplicaLoss runs `leasehold lock` processes in a loop on one

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 
-	"github.com/leasehold/leasehold/internal/testbin"
+	"github.com/leasehold/leasehold/internal/testkit/testbin"
 )
 
 // process is a replica running as a real leasehold process, started as an

@@ -15,7 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/storage"
-	"github.com/leasehold/leasehold/internal/testregistry"
+	"github.com/leasehold/leasehold/internal/testkit/testregistry"
 )
 
 // failing fails the writes of keys containing failKey while fail is set.

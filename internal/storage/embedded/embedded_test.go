@@ -17,7 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/embedded"
-	"github.com/leasehold/leasehold/internal/storage/storagetest"
+	"github.com/leasehold/leasehold/internal/testkit/storagetest"
 )
 
 // suiteHistory is the history of stores under the conformance suite: large

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // compactions records the "compacted etcd history" messages of the

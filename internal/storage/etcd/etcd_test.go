@@ -15,10 +15,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
-	"github.com/leasehold/leasehold/internal/storage/storagetest"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/storagetest"
 )
 
 // maxRequestBytes lets etcd accept a value of exactly

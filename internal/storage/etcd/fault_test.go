@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // TestMemberKillDuringWrites runs compare-and-swap counters on a

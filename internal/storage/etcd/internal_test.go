@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/storage"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 func TestWrapErr(t *testing.T) {

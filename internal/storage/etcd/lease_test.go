@@ -7,9 +7,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // TestTTLLeases: a value written WithTTL is on an etcd lease that tools

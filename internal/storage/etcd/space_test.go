@@ -8,9 +8,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/storage"
 	"github.com/leasehold/leasehold/internal/storage/etcd"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // TestNoSpace fills an etcd with a small quota: writes are refused with

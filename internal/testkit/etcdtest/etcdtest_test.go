@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // TestClusterFaults starts three members, kills the leader, checks that the

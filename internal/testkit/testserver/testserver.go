@@ -7,7 +7,7 @@
 //
 // Servers use the embedded storage engine unless $LEASEHOLD_TEST_STORAGE is
 // "etcd": then every server of the test binary keeps its data in one shared
-// single-member etcd (internal/etcdtest.Shared), each under a key prefix of
+// single-member etcd (internal/testkit/etcdtest.Shared), each under a key prefix of
 // its own derived from its data directory (so a server restarted on the
 // same directory finds its data again). That runs a whole test suite
 // unchanged against the etcd engine; CI does it for test/integration.
@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/leasehold/leasehold/internal/etcdtest"
 	"github.com/leasehold/leasehold/internal/server"
+	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
 )
 
 // Server is a running leasehold.

@@ -15,6 +15,9 @@ import (
 
 const module = "github.com/leasehold/leasehold/"
 
+// root is the repository, from this package's directory.
+const root = "../../.."
+
 // pkg is what `go list -json` says of one package.
 type pkg struct {
 	ImportPath string
@@ -78,6 +81,14 @@ func TestImports(t *testing.T) {
 				}
 			}
 		}
+		// Test helpers stay out of what ships.
+		if !under(name, "internal/testkit") && !under(name, "test") {
+			for _, imp := range p.Deps {
+				if under(strings.TrimPrefix(imp, module), "internal/testkit") {
+					t.Errorf("%s imports %s: internal/testkit is for tests only", name, strings.TrimPrefix(imp, module))
+				}
+			}
+		}
 		// Nothing but the command imports the command line.
 		if name != "cmd/leasehold" && slices.Contains(p.Imports, module+"internal/cli") {
 			t.Errorf("%s imports internal/cli: only cmd/leasehold may", name)
@@ -123,7 +134,7 @@ func list(t *testing.T) []pkg {
 	// go test caches a result by the files the test itself opens, and go
 	// list's reads are not among them: statting every Go file makes a
 	// changed import run the test again.
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -139,7 +150,7 @@ func list(t *testing.T) []pkg {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("go", "list", "-json", module+"...")
-	cmd.Dir = "../.."
+	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/leasehold/leasehold/internal/resources"
-	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
 // Fixture is what the suite needs of a kind beyond its description.

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/testbin"
+	"github.com/leasehold/leasehold/internal/testkit/testbin"
 )
 
 // Fast are election flags for tests: 4 s leases renewed every 100 ms, with
