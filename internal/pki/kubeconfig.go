@@ -3,74 +3,92 @@ package pki
 import (
 	"bytes"
 	"crypto"
-	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 
-	"sigs.k8s.io/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// kubeconfig is the subset of the kubeconfig format leasehold writes.
-type kubeconfig struct {
-	APIVersion     string         `json:"apiVersion"`
-	Kind           string         `json:"kind"`
-	Clusters       []namedCluster `json:"clusters"`
-	Users          []namedUser    `json:"users"`
-	Contexts       []namedContext `json:"contexts"`
-	CurrentContext string         `json:"current-context"`
-}
+// The names of leasehold's own entries in admin.kubeconfig. The README's
+// "Adding a user" steps refer to the cluster by name.
+const (
+	kubeconfigCluster = "leasehold"
+	kubeconfigContext = "leasehold"
+)
 
-type namedCluster struct {
-	Name    string `json:"name"`
-	Cluster struct {
-		Server                   string `json:"server"`
-		CertificateAuthorityData []byte `json:"certificate-authority-data"`
-	} `json:"cluster"`
-}
-
-type namedUser struct {
-	Name string `json:"name"`
-	User struct {
-		ClientCertificateData []byte `json:"client-certificate-data"`
-		ClientKeyData         []byte `json:"client-key-data"`
-	} `json:"user"`
-}
-
-type namedContext struct {
-	Name    string `json:"name"`
-	Context struct {
-		Cluster string `json:"cluster"`
-		User    string `json:"user"`
-	} `json:"context"`
-}
-
-// writeKubeconfig writes a kubeconfig for the admin client certificate,
-// only when its content changes.
-func writeKubeconfig(path, server string, caPEM []byte, admin tls.Certificate) error {
-	keyPEM, err := pemKey(admin.PrivateKey.(crypto.Signer))
+// WriteKubeconfig makes the admin kubeconfig reach server (an https URL),
+// trusting caPEM (nil: the system's roots) and authenticating with the
+// admin client certificate.
+//
+// It owns only the cluster "leasehold", the user "leasehold-admin" and the
+// context "leasehold", and within them only the fields it sets: other
+// entries (users and contexts added with kubectl config), other fields (a
+// context's namespace) and the current context stay as they are, except
+// that the current context is set to "leasehold" when it names no context.
+// The file is written (atomically, mode 0600) only when it is missing or
+// when one of those fields changed, so a restart with the same address and
+// credentials leaves it untouched. A file that does not parse is an error
+// rather than replaced, since replacing it would lose what a user added.
+func (b *Bundle) WriteKubeconfig(server string, caPEM []byte) error {
+	path := b.AdminKubeconfig
+	keyPEM, err := pemKey(b.admin.PrivateKey.(crypto.Signer))
 	if err != nil {
 		return err
 	}
-	var kc kubeconfig
-	kc.APIVersion, kc.Kind = "v1", "Config"
-	var c namedCluster
-	c.Name = "leasehold"
-	c.Cluster.Server = server
-	c.Cluster.CertificateAuthorityData = caPEM
-	var u namedUser
-	u.Name = adminUser
-	u.User.ClientCertificateData = pemCert(admin.Leaf)
-	u.User.ClientKeyData = keyPEM
-	var ctx namedContext
-	ctx.Name = "leasehold"
-	ctx.Context.Cluster, ctx.Context.User = "leasehold", adminUser
-	kc.Clusters, kc.Users, kc.Contexts = []namedCluster{c}, []namedUser{u}, []namedContext{ctx}
-	kc.CurrentContext = "leasehold"
-	data, err := yaml.Marshal(kc)
+	old, err := os.ReadFile(path)
+	missing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !missing {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	if !missing {
+		if kc, err = clientcmd.Load(old); err != nil {
+			return fmt.Errorf("pki: %s does not parse (fix or remove it): %w", path, err)
+		}
+	}
+	// Serialize before and after the change: the same encoder on both sides
+	// makes the comparison blind to the file's layout and to fields that
+	// are not leasehold's.
+	before, err := clientcmd.Write(*kc)
 	if err != nil {
 		return err
 	}
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+
+	cluster := kc.Clusters[kubeconfigCluster]
+	if cluster == nil {
+		cluster = clientcmdapi.NewCluster()
+		kc.Clusters[kubeconfigCluster] = cluster
+	}
+	cluster.Server = server
+	cluster.CertificateAuthorityData = caPEM
+	cluster.CertificateAuthority = "" // a file would override the data
+	user := kc.AuthInfos[adminUser]
+	if user == nil {
+		user = clientcmdapi.NewAuthInfo()
+		kc.AuthInfos[adminUser] = user
+	}
+	user.ClientCertificateData, user.ClientKeyData = pemCert(b.admin.Leaf), keyPEM
+	user.ClientCertificate, user.ClientKey = "", ""
+	kctx := kc.Contexts[kubeconfigContext]
+	if kctx == nil {
+		kctx = clientcmdapi.NewContext()
+		kc.Contexts[kubeconfigContext] = kctx
+	}
+	kctx.Cluster, kctx.AuthInfo = kubeconfigCluster, adminUser
+	if kc.Contexts[kc.CurrentContext] == nil {
+		kc.CurrentContext = kubeconfigContext
+	}
+
+	after, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	if !missing && bytes.Equal(before, after) {
+		// Unchanged: only make sure the keys are not readable by others.
 		return os.Chmod(path, 0o600)
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return writeFileAtomic(path, after, 0o600)
 }

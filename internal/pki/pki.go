@@ -29,8 +29,10 @@ type Bundle struct {
 	caKey  crypto.Signer
 	// Serving is the server's TLS certificate.
 	Serving tls.Certificate
-	// AdminKubeconfig is the path of the admin kubeconfig.
+	// AdminKubeconfig is the path of the admin kubeconfig, which
+	// WriteKubeconfig writes.
 	AdminKubeconfig string
+	admin           tls.Certificate
 }
 
 const (
@@ -43,9 +45,10 @@ const (
 )
 
 // Ensure loads or creates the certificates under dir for a server that
-// listens on listen (host:port) and is reached at server (an https URL),
-// and writes dir/admin.kubeconfig (mode 0600).
-func Ensure(dir, listen, server string, now time.Time) (*Bundle, error) {
+// listens on listen (host:port). The admin kubeconfig is written
+// separately, by WriteKubeconfig, once the server knows which CA its
+// clients must trust.
+func Ensure(dir, listen string, now time.Time) (*Bundle, error) {
 	pkiDir := filepath.Join(dir, "pki")
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return nil, err
@@ -86,10 +89,8 @@ func Ensure(dir, listen, server string, now time.Time) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.admin = admin
 	b.AdminKubeconfig = filepath.Join(dir, kubeconfigName)
-	if err := writeKubeconfig(b.AdminKubeconfig, server, b.CAPEM, admin); err != nil {
-		return nil, err
-	}
 	return b, nil
 }
 

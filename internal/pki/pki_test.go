@@ -19,8 +19,11 @@ import (
 func TestEnsure(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	first, err := Ensure(dir, "10.1.2.3:6443", "https://10.1.2.3:6443", now)
+	first, err := Ensure(dir, "10.1.2.3:6443", now)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.WriteKubeconfig("https://10.1.2.3:6443", first.CAPEM); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Serving.Leaf.VerifyHostname("10.1.2.3"); err != nil {
@@ -58,7 +61,7 @@ func TestEnsure(t *testing.T) {
 		t.Errorf("admin subject %v", admin.Subject)
 	}
 
-	again, err := Ensure(dir, "10.1.2.3:6443", "https://10.1.2.3:6443", now.Add(time.Hour))
+	again, err := Ensure(dir, "10.1.2.3:6443", now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func TestEnsure(t *testing.T) {
 		t.Error("a restart replaced the CA or the serving certificate")
 	}
 
-	moved, err := Ensure(dir, "10.9.9.9:7443", "https://10.9.9.9:7443", now.Add(time.Hour))
+	moved, err := Ensure(dir, "10.9.9.9:7443", now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func TestEnsure(t *testing.T) {
 	}
 
 	late := first.Serving.Leaf.NotAfter.Add(-24 * time.Hour)
-	renewed, err := Ensure(dir, "10.9.9.9:7443", "https://10.9.9.9:7443", late)
+	renewed, err := Ensure(dir, "10.9.9.9:7443", late)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/audit"
@@ -252,13 +250,20 @@ func New(cfg Config) (*Server, error) {
 	}()
 	// The certificate covers the address actually bound (port 0 resolved).
 	addr := ln.Addr().String()
-	certs, err := pki.Ensure(cfg.DataDir, addr, "https://"+addr, time.Now())
+	certs, err := pki.Ensure(cfg.DataDir, addr, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	s.certs = certs
 	reload := auth.Reload{Interval: cfg.AuthReloadInterval, Logger: cfg.Logger}
-	authn, serving, err := s.security(cfg, certs, reload)
+	servingCert, caPEM, err := s.servingCertificate(cfg, certs)
+	if err != nil {
+		return nil, err
+	}
+	if err := certs.WriteKubeconfig("https://"+addr, caPEM); err != nil {
+		return nil, fmt.Errorf("updating %s: %w", certs.AdminKubeconfig, err)
+	}
+	authn, serving, err := s.security(cfg, certs, servingCert, reload)
 	if err != nil {
 		return nil, err
 	}
@@ -556,7 +561,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // security builds the authenticator and the TLS configuration from cfg,
 // and registers the file reloaders Run starts.
-func (s *Server) security(cfg Config, certs *pki.Bundle, reload auth.Reload) (*auth.Authenticator, *tls.Config, error) {
+func (s *Server) security(cfg Config, certs *pki.Bundle, serving tls.Certificate, reload auth.Reload) (*auth.Authenticator, *tls.Config, error) {
 	cas, err := auth.NewCABundle([]*x509.Certificate{certs.CACert}, cfg.ClientCAFile, reload)
 	if err != nil {
 		return nil, nil, err
@@ -575,10 +580,6 @@ func (s *Server) security(cfg Config, certs *pki.Bundle, reload auth.Reload) (*a
 		s.log.Warn("anonymous requests are allowed (--anonymous-auth): they are user system:anonymous in group system:unauthenticated")
 	}
 	authn := auth.NewAuthenticator(auth.AuthenticatorConfig{ClientCAs: cas, Tokens: tokens, Anonymous: cfg.AnonymousAuth})
-	serving, err := s.servingCertificate(cfg, certs)
-	if err != nil {
-		return nil, nil, err
-	}
 	base := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{serving},
@@ -599,70 +600,31 @@ func (s *Server) security(cfg Config, certs *pki.Bundle, reload auth.Reload) (*a
 	return authn, tlsConfig, nil
 }
 
-// servingCertificate returns the certificate to serve: the generated one,
-// or the one of --tls-cert-file and --tls-private-key-file. With the
-// latter, admin.kubeconfig trusts the root the certificate file ends with
-// (or the certificate itself when it is self-signed), else the system's
-// roots.
-func (s *Server) servingCertificate(cfg Config, certs *pki.Bundle) (tls.Certificate, error) {
+// servingCertificate returns the certificate to serve and the root
+// admin.kubeconfig trusts for it: the generated certificate and CA, or the
+// certificate of --tls-cert-file and --tls-private-key-file with the root
+// the file ends with (or the certificate itself when it is self-signed),
+// else nil for the system's roots.
+func (s *Server) servingCertificate(cfg Config, certs *pki.Bundle) (tls.Certificate, []byte, error) {
 	if cfg.TLSCertFile == "" && cfg.TLSKeyFile == "" {
-		return certs.Serving, nil
+		return certs.Serving, certs.CAPEM, nil
 	}
 	if cfg.TLSCertFile == "" || cfg.TLSKeyFile == "" {
-		return tls.Certificate{}, errors.New("--tls-cert-file and --tls-private-key-file go together")
+		return tls.Certificate{}, nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
 	}
 	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("serving certificate: %w", err)
+		return tls.Certificate{}, nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	last, err := x509.ParseCertificate(cert.Certificate[len(cert.Certificate)-1])
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("serving certificate: %w", err)
+		return tls.Certificate{}, nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	var caPEM []byte
-	if last.CheckSignatureFrom(last) == nil {
-		caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: last.Raw})
-	} else {
+	if last.CheckSignatureFrom(last) != nil {
 		s.log.Info("the serving certificate's chain does not end with a root; admin.kubeconfig trusts the system's roots for it")
+		return cert, nil, nil
 	}
-	if err := setKubeconfigCA(certs.AdminKubeconfig, caPEM); err != nil {
-		return tls.Certificate{}, fmt.Errorf("updating %s: %w", certs.AdminKubeconfig, err)
-	}
-	return cert, nil
-}
-
-// setKubeconfigCA replaces the certificate authority of the clusters of a
-// kubeconfig (nil: the system's roots), writing the file atomically.
-func setKubeconfigCA(path string, caPEM []byte) error {
-	kc, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return err
-	}
-	for _, c := range kc.Clusters {
-		c.CertificateAuthorityData = caPEM
-		c.CertificateAuthority = ""
-	}
-	data, err := clientcmd.Write(*kc)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: last.Raw}), nil
 }
 
 // ensureSystemObjects writes what every server has before it is ready:

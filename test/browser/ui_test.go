@@ -10,10 +10,12 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +24,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
+	"github.com/leasehold/leasehold/internal/resources/lease"
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
@@ -108,6 +112,17 @@ func TestWebView(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// What client-go's release() leaves, an hour ago, and a held lease
+	// without a term: released, and expired (lease.Term).
+	hourAgo := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	for name, spec := range map[string]coordinationv1.LeaseSpec{
+		"released": {HolderIdentity: ptr(""), LeaseDurationSeconds: ptr[int32](1), RenewTime: &hourAgo, AcquireTime: &hourAgo},
+		"noterm":   {HolderIdentity: ptr("node-e"), LeaseDurationSeconds: ptr[int32](10)},
+	} {
+		if _, err := c.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := c.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{Name: "api"},
 		Subsets: []corev1.EndpointSubset{{
@@ -190,6 +205,8 @@ func TestWebView(t *testing.T) {
 		t.Errorf("the expired lease shows %q until expiry", until)
 	}
 
+	checkExpiry(t, bctx, c.CoordinationV1().RESTClient(), ns)
+
 	if path := os.Getenv("LEASEHOLD_UI_SCREENSHOT"); path != "" {
 		do("let the countdown tick", chromedp.Sleep(1100*time.Millisecond))
 		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
@@ -213,6 +230,74 @@ func TestWebView(t *testing.T) {
 		)
 		if msg := text(`#error-leases`); !strings.Contains(msg, tc.want) {
 			t.Errorf("with %s the page says %q, want %q", tc.token, msg, tc.want)
+		}
+	}
+}
+
+// checkExpiry holds the page to leasehold's one definition of an expired
+// lease (lease.Term): the page's leaseExpired against Go's lease.Expired
+// on the edge cases, and each lease row's "Until expiry" cell against the
+// Expired column of the server's table (kubectl get -o wide).
+func checkExpiry(t *testing.T, bctx context.Context, rc rest.Interface, ns string) {
+	t.Helper()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.MicroTime { return &metav1.MicroTime{Time: now.Add(d)} }
+	for _, spec := range []coordinationv1.LeaseSpec{
+		{HolderIdentity: ptr("a"), LeaseDurationSeconds: ptr[int32](15), RenewTime: at(-14 * time.Second)},
+		{HolderIdentity: ptr("a"), LeaseDurationSeconds: ptr[int32](15), RenewTime: at(-15 * time.Second)},
+		{HolderIdentity: ptr("a"), LeaseDurationSeconds: ptr[int32](15), RenewTime: at(-15*time.Second + time.Millisecond)},
+		{HolderIdentity: ptr("a"), LeaseDurationSeconds: ptr[int32](15), RenewTime: at(time.Minute)},
+		{HolderIdentity: ptr("a"), LeaseDurationSeconds: ptr[int32](0), RenewTime: at(0)},
+		{HolderIdentity: ptr("a"), RenewTime: at(-time.Hour)},
+		{HolderIdentity: ptr("a"), LeaseDurationSeconds: ptr[int32](15)},
+		{HolderIdentity: ptr(""), LeaseDurationSeconds: ptr[int32](1), RenewTime: at(-time.Hour)},
+		{LeaseDurationSeconds: ptr[int32](15), RenewTime: at(-time.Hour)},
+		{},
+	} {
+		js, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		got, err := chromedp.Run(rctx, chromedp.Evaluate[bool](fmt.Sprintf("leaseExpired(%s, %d)", js, now.UnixMilli())))
+		cancel()
+		if err != nil {
+			t.Fatalf("leaseExpired(%s): %v", js, err)
+		}
+		if want := lease.Expired(&spec, now); got != want {
+			t.Errorf("the page's leaseExpired(%s) = %t, lease.Expired = %t", js, got, want)
+		}
+	}
+
+	raw, err := rc.Get().Namespace(ns).Resource("leases").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(t.Context()).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	col := slices.IndexFunc(table.ColumnDefinitions, func(c metav1.TableColumnDefinition) bool { return c.Name == "Expired" })
+	if col < 0 || len(table.Rows) < 4 {
+		t.Fatalf("table: Expired column %d, %d rows", col, len(table.Rows))
+	}
+	want := map[string]string{"released": "released", "noterm": "expired"}
+	for _, r := range table.Rows {
+		name := r.Cells[0].(string)
+		sel := fmt.Sprintf(`#leases tr[data-key="%s/%s"] td.until`, ns, name)
+		rctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		shown, err := chromedp.Run(rctx, chromedp.Evaluate[[]string](
+			fmt.Sprintf(`(() => { const td = document.querySelector('%s'); return [td.textContent, String(td.classList.contains('expired'))]; })()`, sel)))
+		cancel()
+		if err != nil {
+			t.Fatalf("reading %s: %v", sel, err)
+		}
+		if shown[1] != r.Cells[col] {
+			t.Errorf("lease %s: the page shows %q (expired %s), the table's Expired column %v", name, shown[0], shown[1], r.Cells[col])
+		}
+		if w, ok := want[name]; ok && !strings.HasPrefix(shown[0], w) {
+			t.Errorf("lease %s: the page shows %q until expiry, want %s", name, shown[0], w)
 		}
 	}
 }

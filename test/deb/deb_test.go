@@ -1,8 +1,9 @@
 // Package deb builds leasehold's Debian package with the repository's one
 // command (go run -C tools/deb .) and inspects it: its control data and
-// files with their modes, the maintainer scripts' syntax, the binary's
-// version, the systemd units under systemd-analyze verify, and the
-// configuration files it ships, by serving with them.
+// files with their modes, the maintainer scripts' syntax and systemd
+// steps, what purge leaves of enabled units, the binary's version, the
+// systemd units under systemd-analyze verify, and the configuration files
+// it ships, by serving with them.
 package deb
 
 import (
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -146,12 +148,158 @@ func TestContents(t *testing.T) {
 			t.Errorf("sh -n %s: %v\n%s", script, err, out)
 		}
 	}
-	postinst, _ := os.ReadFile(filepath.Join(ctl, "postinst"))
-	for _, want := range []string{"adduser --quiet --system --group", "install -d -o leasehold -g leasehold -m 0700 /var/lib/leasehold"} {
-		if !bytes.Contains(postinst, []byte(want)) {
-			t.Errorf("postinst lacks %q", want)
+	// The systemd steps dh_installsystemd --no-enable writes (debhelper's
+	// autoscripts postinst-systemd-dont-enable, prerm-systemd and
+	// postrm-systemd), each behind a check that deb-systemd-helper is
+	// there, and nothing started or reloaded under another root.
+	for script, wants := range map[string][]string{
+		"postinst": {
+			"adduser --quiet --system --group", "install -d -o leasehold -g leasehold -m 0700 /var/lib/leasehold",
+			"configure | abort-upgrade | abort-deconfigure | abort-remove)",
+			"if command -v deb-systemd-helper >/dev/null 2>&1; then",
+			"if deb-systemd-helper debian-installed leasehold.service; then",
+			"deb-systemd-helper unmask leasehold.service >/dev/null || true",
+			"if deb-systemd-helper --quiet was-enabled leasehold.service; then",
+			"deb-systemd-helper enable leasehold.service >/dev/null || true",
+			"deb-systemd-helper update-state leasehold.service >/dev/null || true",
+			`if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ]; then`,
+		},
+		"prerm": {`if [ -z "${DPKG_ROOT:-}" ] && [ "$1" = remove ] && [ -d /run/systemd/system ]; then`},
+		"postrm": {
+			"remove)\n\t# As debhelper's autoscripts/postrm-systemd",
+			"deb-systemd-helper mask leasehold.service >/dev/null || true",
+			"purge)\n\t# As debhelper's autoscripts/postrm-systemd",
+			"deb-systemd-helper purge leasehold.service >/dev/null || true",
+			"deb-systemd-helper unmask leasehold.service >/dev/null || true",
+			`"$root"/etc/systemd/system/*.wants/leasehold@*.service`,
+			`rm -rf "$root/var/lib/leasehold"`,
+		},
+	} {
+		b, err := os.ReadFile(filepath.Join(ctl, script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("%s lacks %q", script, want)
+			}
 		}
 	}
+}
+
+// TestPurgeRemovesUnitLinks: after an administrator enabled
+// leasehold.service and a replica leasehold@r1.service with systemctl,
+// postrm remove then purge leave no link to either unit, and no state of
+// deb-systemd-helper's, with deb-systemd-helper as debhelper's scripts
+// use it and without it (the scripts' fallback). It works on a root of
+// its own, as dpkg --root does (DPKG_ROOT), with the package's files in
+// it; postinst runs as abort-upgrade, which takes its systemd steps
+// only (configure would add a user to this machine).
+func TestPurgeRemovesUnitLinks(t *testing.T) {
+	deb, root := build(t)
+	for _, tool := range []string{"systemctl", "deb-systemd-helper"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (Debian's systemd and init-system-helpers packages), so the maintainer scripts cannot be run here", tool)
+		}
+	}
+	ctl := t.TempDir()
+	dpkgDeb(t, "--control", deb, ctl)
+	// The scripts run as root on this machine: refuse a postrm that
+	// would purge outside DPKG_ROOT.
+	if b, err := os.ReadFile(filepath.Join(ctl, "postrm")); err != nil || !bytes.Contains(b, []byte(`root="${DPKG_ROOT:-}"`)) ||
+		regexp.MustCompile(`rm -rf /|rm -rf "/`).Match(b) {
+		t.Fatalf("postrm does not keep to DPKG_ROOT (%v): not run", err)
+	}
+	for _, tc := range []struct {
+		name string
+		// helper: whether deb-systemd-helper is on the scripts' PATH.
+		helper bool
+	}{{"deb-systemd-helper", true}, {"without deb-systemd-helper", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sysroot := t.TempDir()
+			if out, err := exec.Command("cp", "-a", root+"/.", sysroot).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v\n%s", err, out)
+			}
+			path := os.Getenv("PATH")
+			if !tc.helper {
+				// Only what the scripts run besides deb-systemd-helper.
+				path = t.TempDir()
+				for _, tool := range []string{"rm", "rmdir"} {
+					p, err := exec.LookPath(tool)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(p, filepath.Join(path, tool)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			script := func(name string, args ...string) {
+				t.Helper()
+				cmd := exec.Command("/bin/sh", append([]string{filepath.Join(ctl, name)}, args...)...)
+				cmd.Env = []string{"PATH=" + path, "DPKG_ROOT=" + sysroot, "DPKG_MAINTSCRIPT_PACKAGE=leasehold",
+					"DPKG_MAINTSCRIPT_NAME=" + name}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+				}
+			}
+			script("postinst", "abort-upgrade", "0.1.0")
+			if out, err := exec.Command("systemctl", "--root="+sysroot, "enable", "leasehold.service", "leasehold@r1.service").CombinedOutput(); err != nil {
+				t.Fatalf("systemctl enable: %v\n%s", err, out)
+			}
+			links := unitLinks(t, sysroot)
+			for _, want := range []string{
+				"/etc/systemd/system/multi-user.target.wants/leasehold.service",
+				"/etc/systemd/system/multi-user.target.wants/leasehold@r1.service",
+			} {
+				if !slices.Contains(links, want) {
+					t.Fatalf("after systemctl enable: %v, want %s", links, want)
+				}
+			}
+			// postinst recorded the links for purge (update-state).
+			if state := "/var/lib/systemd/deb-systemd-helper-enabled/leasehold.service.dsh-also"; tc.helper != slices.Contains(links, state) {
+				t.Errorf("after postinst with deb-systemd-helper %t: %v", tc.helper, links)
+			}
+			if err := os.MkdirAll(filepath.Join(sysroot, "var/lib/leasehold/default"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			script("prerm", "remove")
+			script("postrm", "remove")
+			script("postrm", "purge")
+			if links := unitLinks(t, sysroot); len(links) > 0 {
+				t.Errorf("after purge: %v", links)
+			}
+			if _, err := os.Stat(filepath.Join(sysroot, "var/lib/leasehold")); !os.IsNotExist(err) {
+				t.Errorf("after purge /var/lib/leasehold is there: %v", err)
+			}
+		})
+	}
+}
+
+// unitLinks lists the symbolic links under root's /etc/systemd that name
+// a leasehold unit (enabling or masking it), and deb-systemd-helper's
+// state files for one.
+func unitLinks(t *testing.T, root string) []string {
+	t.Helper()
+	var found []string
+	for _, dir := range []string{"etc/systemd", "var/lib/systemd"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+			if os.IsNotExist(err) {
+				return filepath.SkipDir
+			}
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasPrefix(d.Name(), "leasehold") && (d.Type()&os.ModeSymlink != 0 || dir == "var/lib/systemd") {
+				found = append(found, strings.TrimPrefix(p, root))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return found
 }
 
 // TestVersion: the packaged binary says which commit it was built from.

@@ -922,10 +922,10 @@ func TestKubectlGetOutputs(t *testing.T) {
 			}
 		}
 		want := [][]string{
-			{"bare", "", "<none>", "<none>", "<none>", "<unknown>"},
+			{"bare", "", "<none>", "<none>", "<none>", "false"},
 			{"expired", "bob", "15s", "30d", "7", "true"},
 			{"held", "alice", "3600s", "<recent>", "0", "false"},
-			{"released", "", "<none>", "12h", "3", "<unknown>"},
+			{"released", "", "<none>", "12h", "3", "false"},
 		}
 		if diff := cmp.Diff(want, rows); diff != "" {
 			t.Errorf("get leases -o wide, AGE dropped (-want +got):\n%s", diff)
@@ -1387,16 +1387,16 @@ func TestKubectlWatch(t *testing.T) {
 		defer cancel()
 		w := k.watch(t, wctx, "get", "leases", "-w", "-o", "wide", "--output-watch-events")
 		w.next(`^EVENT\s+NAME\s+HOLDER\s+AGE\s+DURATION\s+RENEWED\s+TRANSITIONS\s+EXPIRED$`)
-		w.next(`^ADDED\s+w0\s+second\s+\d+s\s+<none>\s+<none>\s+<none>\s+<unknown>$`)
+		w.next(`^ADDED\s+w0\s+second\s+\d+s\s+<none>\s+<none>\s+<none>\s+true$`)
 		if _, err := c.CoordinationV1().Leases("default").Patch(ctx, "w0", "application/merge-patch+json",
 			[]byte(`{"spec":{"leaseDurationSeconds":60,"leaseTransitions":1}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w.next(`^MODIFIED\s+w0\s+second\s+\d+s\s+60s\s+<none>\s+1\s+<unknown>$`)
+		w.next(`^MODIFIED\s+w0\s+second\s+\d+s\s+60s\s+<none>\s+1\s+true$`)
 		if err := c.CoordinationV1().Leases("default").Delete(ctx, "w0", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w.next(`^DELETED\s+w0\s+second\s+\d+s\s+60s\s+<none>\s+1\s+<unknown>$`)
+		w.next(`^DELETED\s+w0\s+second\s+\d+s\s+60s\s+<none>\s+1\s+true$`)
 	})
 
 	t.Run("get endpoints -A -w", func(t *testing.T) {

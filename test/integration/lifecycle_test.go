@@ -13,6 +13,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
@@ -47,6 +49,57 @@ func TestRestartKeepsDataAndCredentials(t *testing.T) {
 	next := must[*coordinationv1.Lease](t)(oldClient.CoordinationV1().Leases("default").Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "next"}}, metav1.CreateOptions{}))
 	if mustAtoi(t, next.ResourceVersion) <= mustAtoi(t, l.ResourceVersion) {
 		t.Errorf("resourceVersion went back after restart: %s <= %s", next.ResourceVersion, l.ResourceVersion)
+	}
+}
+
+// TestRestartKeepsKubeconfigEntries: a user and a context added to
+// admin.kubeconfig as kubectl config does (README, "Adding a user") survive
+// restarts; a restart on the same address does not rewrite the file; one
+// on a new address updates leasehold's cluster entry and keeps the rest.
+func TestRestartKeepsKubeconfigEntries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := testserver.StartIn(t, dir)
+	path, addr := s.Kubeconfig(), s.Addr()
+	s.Stop()
+
+	// kubectl --kubeconfig=path config set-credentials alice --token=...;
+	// set-context alice ...; set-context --current --namespace=apps.
+	po := clientcmd.NewDefaultPathOptions()
+	po.LoadingRules.ExplicitPath = path
+	kc := must[*clientcmdapi.Config](t)(po.GetStartingConfig())
+	kc.AuthInfos["alice"] = &clientcmdapi.AuthInfo{Token: "alice-token"}
+	kc.Contexts["alice"] = &clientcmdapi.Context{Cluster: "leasehold", AuthInfo: "alice", Namespace: "team-a"}
+	kc.Contexts[kc.CurrentContext].Namespace = "apps"
+	if err := clientcmd.ModifyConfig(po, *kc, true); err != nil {
+		t.Fatal(err)
+	}
+	edited := must[[]byte](t)(os.ReadFile(path))
+	before := must[os.FileInfo](t)(os.Stat(path))
+
+	s = testserver.StartIn(t, dir, func(c *server.Config) { c.Listen = addr })
+	after := must[os.FileInfo](t)(os.Stat(path))
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) ||
+		!bytes.Equal(edited, must[[]byte](t)(os.ReadFile(path))) {
+		t.Error("a restart on the same address rewrote admin.kubeconfig")
+	}
+	s.Stop()
+
+	s = testserver.StartIn(t, dir) // a new port
+	got := must[*clientcmdapi.Config](t)(clientcmd.LoadFromFile(path))
+	if server := got.Clusters["leasehold"].Server; server != "https://"+s.Addr() {
+		t.Errorf("cluster leasehold's server %s after moving to %s", server, s.Addr())
+	}
+	if u, c := got.AuthInfos["alice"], got.Contexts["alice"]; u == nil || u.Token != "alice-token" ||
+		c == nil || c.Cluster != "leasehold" || c.AuthInfo != "alice" || c.Namespace != "team-a" {
+		t.Errorf("alice's entries after a restart: user %+v, context %+v", u, c)
+	}
+	if ns := got.Contexts["leasehold"].Namespace; ns != "apps" {
+		t.Errorf("context leasehold's namespace %q, want apps", ns)
+	}
+	// The admin entries still work: StartIn built its client from them.
+	if _, err := s.Client(t).CoordinationV1().Leases("default").List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the admin context after a restart: %v", err)
 	}
 }
 

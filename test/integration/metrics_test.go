@@ -127,6 +127,17 @@ func TestMetrics(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "stale"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr("gone"), LeaseDurationSeconds: ptr[int32](1), RenewTime: &now},
 	}, metav1.CreateOptions{}))
+	// Released as client-go's release() leaves it, its second long gone:
+	// not expired. Held without a duration: no term, expired (lease.Term).
+	hourAgo := metav1.NewMicroTime(now.Add(-time.Hour))
+	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "released"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr(""), LeaseDurationSeconds: ptr[int32](1), RenewTime: &hourAgo},
+	}, metav1.CreateOptions{}))
+	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "noterm"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr("c"), RenewTime: &now},
+	}, metav1.CreateOptions{}))
 	// A lease that is renewed, then taken by another holder.
 	l := must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "leader"},
@@ -155,7 +166,7 @@ func TestMetrics(t *testing.T) {
 		expired, _ := value(fams, "leasehold_leases_expired", map[string]string{"namespace": ns})
 		changes, _ := value(fams, "leasehold_lease_holder_changes_total", map[string]string{"namespace": ns})
 		watchers, _ := value(fams, "apiserver_registered_watchers", map[string]string{"kind": "Lease"})
-		return expired == 1 && changes == 1 && watchers >= 1
+		return expired == 2 && changes == 1 && watchers >= 1
 	})
 	checkExposition(t, body)
 
@@ -207,17 +218,19 @@ func TestMetrics(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"leasehold_leases_held", map[string]string{"namespace": ns}, 2},
-		{"leasehold_leases_expired", map[string]string{"namespace": ns}, 1},
+		{"leasehold_leases_held", map[string]string{"namespace": ns}, 3},
+		{"leasehold_leases_expired", map[string]string{"namespace": ns}, 2},
 		{"leasehold_lease_renewals_total", map[string]string{"namespace": ns}, 2},
 		{"leasehold_lease_holder_changes_total", map[string]string{"namespace": ns}, 1},
 		{"leasehold_lease_expired", map[string]string{"namespace": ns, "name": "stale"}, 1},
 		{"leasehold_lease_expired", map[string]string{"namespace": ns, "name": "leader"}, 0},
+		{"leasehold_lease_expired", map[string]string{"namespace": ns, "name": "released"}, 0},
+		{"leasehold_lease_expired", map[string]string{"namespace": ns, "name": "noterm"}, 1},
 		{"leasehold_lease_info", map[string]string{"namespace": ns, "name": "leader", "holder": "b"}, 1},
-		{"apiserver_storage_objects", map[string]string{"resource": "leases.coordination.k8s.io"}, 2},
+		{"apiserver_storage_objects", map[string]string{"resource": "leases.coordination.k8s.io"}, 4},
 		{"apiserver_longrunning_requests", map[string]string{"verb": "WATCH", "resource": "leases", "scope": "namespace"}, 1},
 		{"apiserver_request_total", map[string]string{"verb": "PUT", "resource": "leases", "scope": "resource", "code": "200"}, 3},
-		{"apiserver_request_total", map[string]string{"verb": "POST", "resource": "leases", "scope": "resource", "code": "201"}, 2},
+		{"apiserver_request_total", map[string]string{"verb": "POST", "resource": "leases", "scope": "resource", "code": "201"}, 4},
 	} {
 		if got, ok := value(fams, tc.name, tc.labels); !ok || got != tc.want {
 			t.Errorf("%s%v = %v (present: %v), want %v", tc.name, tc.labels, got, ok, tc.want)

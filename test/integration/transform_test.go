@@ -329,7 +329,10 @@ func TestLeaseTable(t *testing.T) {
 		RenewTime: &metav1.MicroTime{Time: now}})
 	mk("expired", coordinationv1.LeaseSpec{HolderIdentity: ptr("bob"), LeaseDurationSeconds: ptr[int32](15), LeaseTransitions: ptr[int32](7),
 		RenewTime: &metav1.MicroTime{Time: now.Add(-30 * 24 * time.Hour)}})
-	mk("released", coordinationv1.LeaseSpec{HolderIdentity: ptr(""), RenewTime: &metav1.MicroTime{Time: now.Add(-12 * time.Hour)}})
+	// As client-go's release() leaves it: released, never expired.
+	mk("released", coordinationv1.LeaseSpec{HolderIdentity: ptr(""), LeaseDurationSeconds: ptr[int32](1), RenewTime: &metav1.MicroTime{Time: now.Add(-12 * time.Hour)}})
+	// Held without a renewTime: no term, expired (lease.Term).
+	mk("noterm", coordinationv1.LeaseSpec{HolderIdentity: ptr("carol"), LeaseDurationSeconds: ptr[int32](15)})
 
 	const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 	r := do(t, s, "GET", leasesPath, map[string]string{"Accept": tableAccept}, "")
@@ -388,10 +391,11 @@ func TestLeaseTable(t *testing.T) {
 		}
 	}
 	wantRows := [][]any{
-		{"bare", "", "<none>", "<none>", "<none>", "<unknown>"},
+		{"bare", "", "<none>", "<none>", "<none>", "false"},
 		{"expired", "bob", "15s", "30d", "7", "true"},
 		{"held", "alice", "3600s", "<recent>", "0", "false"},
-		{"released", "", "<none>", "12h", "<none>", "<unknown>"},
+		{"noterm", "carol", "15s", "<none>", "<none>", "true"},
+		{"released", "", "1s", "12h", "<none>", "false"},
 	}
 	if diff := cmp.Diff(wantRows, rows); diff != "" {
 		t.Errorf("rows without Age (-want +got):\n%s", diff)

@@ -1,6 +1,8 @@
 // Package leasemetrics tells an operator when a Lease is in trouble: how
-// many leases are held and how many have expired (renewTime plus
-// leaseDurationSeconds passed without a renewal) per namespace, how often
+// many leases are held and how many have expired (as lease.Term in
+// internal/resources/lease defines it, for the table's Expired column too:
+// held, and renewTime plus leaseDurationSeconds passed without a renewal;
+// a lease without a holder is released, not expired) per namespace, how often
 // they are renewed and change holder, and how long the oldest held lease
 // has gone without a renewal. No Kubernetes server has these.
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
 	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/resources/lease"
 )
 
 // Options configure an Observer; the zero value is usable.
@@ -63,10 +64,11 @@ type Observer struct {
 // entry is what the observer keeps of one lease.
 type entry struct {
 	types.NamespacedName
-	holder   string
-	renew    time.Time // zero when unset
-	deadline time.Time // zero when the lease cannot expire: no holder, renewTime or duration
-	// expired is set once the deadline has passed (at a scrape).
+	holder string
+	renew  time.Time // zero when unset
+	// term decides expiry, as for the table's Expired column.
+	term lease.Term
+	// expired is set once the term has expired (at a scrape).
 	expired     bool
 	transitions int32
 	hasTrans    bool
@@ -78,7 +80,7 @@ type entry struct {
 }
 
 // held reports whether the lease has a holder.
-func (e *entry) held() bool { return e.holder != "" }
+func (e *entry) held() bool { return e.term.Held }
 
 // namespace is what the observer counts per namespace.
 type namespace struct {
@@ -137,7 +139,7 @@ func newObserver(opts Options) *Observer {
 		}, ns),
 		desc: descs{
 			held:    prometheus.NewDesc("leasehold_leases_held", "Leases with a holder, per namespace.", ns, nil),
-			expired: prometheus.NewDesc("leasehold_leases_expired", "Leases with a holder whose renewTime plus leaseDurationSeconds has passed without a renewal, per namespace.", ns, nil),
+			expired: prometheus.NewDesc("leasehold_leases_expired", "Leases with a holder whose renewTime plus leaseDurationSeconds has passed without a renewal (or who lacks either), per namespace.", ns, nil),
 			oldest: prometheus.NewDesc("leasehold_lease_oldest_unrenewed_seconds",
 				"Seconds since the renewTime of the held lease renewed longest ago, per namespace.", ns, nil),
 			omitted: prometheus.NewDesc("leasehold_lease_series_omitted",
@@ -145,7 +147,7 @@ func newObserver(opts Options) *Observer {
 			info: prometheus.NewDesc("leasehold_lease_info", "A lease with per-lease series, its holder and its coordinated leader election fields (1).",
 				[]string{"namespace", "name", "holder", "strategy", "preferred_holder"}, nil),
 			sinceRenew: prometheus.NewDesc("leasehold_lease_seconds_since_renew", "Seconds since the lease's renewTime (leases with a renewTime).", one, nil),
-			expiredOne: prometheus.NewDesc("leasehold_lease_expired", "1 when the held lease has expired, 0 when it has not (leases with a holder, renewTime and duration).", one, nil),
+			expiredOne: prometheus.NewDesc("leasehold_lease_expired", "1 when the lease has expired (as leasehold_leases_expired counts), else 0; a lease without a holder is released, not expired.", one, nil),
 			trans:      prometheus.NewDesc("leasehold_lease_transitions", "The lease's spec.leaseTransitions (leases that have it).", one, nil),
 		},
 		byKey:      map[types.NamespacedName]*entry{},
@@ -157,7 +159,7 @@ func newObserver(opts Options) *Observer {
 // yet seen passed.
 func expiringNow(it timeItem) bool {
 	e := it.e
-	return !e.removed && e.held() && !e.expired && e.deadline.Equal(it.at)
+	return !e.removed && e.held() && !e.expired && e.term.End.Equal(it.at)
 }
 
 // renewedAt reports whether it is its entry's current renewTime.
@@ -224,9 +226,7 @@ func (o *Observer) putLocked(l *coordinationv1.Lease) {
 	if s.RenewTime != nil {
 		n.renew = s.RenewTime.Time
 	}
-	if n.held() && !n.renew.IsZero() && s.LeaseDurationSeconds != nil {
-		n.deadline = n.renew.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
-	}
+	n.term = lease.TermOf(s)
 	if s.LeaseTransitions != nil {
 		n.transitions, n.hasTrans = *s.LeaseTransitions, true
 	}
@@ -258,13 +258,13 @@ func (o *Observer) putLocked(l *coordinationv1.Lease) {
 	case n.held() && !n.renew.Equal(e.renew):
 		ns.renewals.Inc()
 	}
-	// An unchanged deadline keeps an expiry already seen.
-	n.expired = e.expired && n.deadline.Equal(e.deadline)
+	// An unchanged term keeps an expiry already seen.
+	n.expired = e.expired && n.term.Held == e.term.Held && n.term.End.Equal(e.term.End)
 	// The entry is updated in place. A heap item stays good while its
 	// time is still the entry's (renewedAt, expiringNow), so a new one is
 	// pushed only for a time that changed or that no good item stood for.
 	pushRenew := !renewedAt(timeItem{e.renew, e}) || !n.renew.Equal(e.renew)
-	pushDeadline := !expiringNow(timeItem{e.deadline, e}) || !n.deadline.Equal(e.deadline)
+	pushDeadline := !expiringNow(timeItem{e.term.End, e}) || !n.term.End.Equal(e.term.End)
 	o.countLocked(e, ns, -1, false, false)
 	*e = n
 	o.countLocked(e, ns, +1, pushRenew, pushDeadline)
@@ -284,8 +284,10 @@ func (o *Observer) countLocked(e *entry, ns *namespace, d int, pushRenew, pushDe
 	switch {
 	case e.expired:
 		ns.expired += d
-	case d > 0 && pushDeadline && !e.deadline.IsZero():
-		o.expiring.push(timeItem{e.deadline, e}, len(o.byKey), expiringNow)
+	case d > 0 && pushDeadline:
+		// A held lease without a term has the zero time: it expires at
+		// the next scrape.
+		o.expiring.push(timeItem{e.term.End, e}, len(o.byKey), expiringNow)
 	}
 }
 
@@ -317,12 +319,12 @@ func (o *Observer) sweepLocked() {
 	}
 }
 
-// expireLocked marks the held leases whose deadline is not after now as
-// expired, as client-go's leader election judges them.
+// expireLocked marks the held leases whose term has expired at now
+// (lease.Term.Expired) as expired.
 func (o *Observer) expireLocked(now time.Time) {
 	for {
 		it, ok := o.expiring.min(expiringNow)
-		if !ok || it.at.After(now) {
+		if !ok || !it.e.term.Expired(now) {
 			return
 		}
 		o.expiring.pop()
@@ -470,13 +472,11 @@ func (o *Observer) collectLease(ch chan<- prometheus.Metric, e *entry, now time.
 	if !e.renew.IsZero() {
 		ch <- prometheus.MustNewConstMetric(d.sinceRenew, prometheus.GaugeValue, now.Sub(e.renew).Seconds(), ns, name)
 	}
-	if !e.deadline.IsZero() {
-		v := 0.0
-		if e.expired {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(d.expiredOne, prometheus.GaugeValue, v, ns, name)
+	v := 0.0
+	if e.expired {
+		v = 1
 	}
+	ch <- prometheus.MustNewConstMetric(d.expiredOne, prometheus.GaugeValue, v, ns, name)
 	if e.hasTrans {
 		ch <- prometheus.MustNewConstMetric(d.trans, prometheus.GaugeValue, float64(e.transitions), ns, name)
 	}

@@ -23,7 +23,7 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
-func lease(ns, name, holder string, renew time.Time, seconds int32) *coordinationv1.Lease {
+func newLease(ns, name, holder string, renew time.Time, seconds int32) *coordinationv1.Lease {
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if holder != "" {
 		l.Spec.HolderIdentity = &holder
@@ -74,39 +74,45 @@ func TestExpiryRenewalsAndChanges(t *testing.T) {
 	o := newObserver(Options{Now: c.Now})
 	t0 := c.now
 	o.apply([]registry.Event{
-		event(watch.Added, lease("a", "leader", "x", t0, 10)),
-		event(watch.Added, lease("a", "free", "", time.Time{}, 10)),
-		event(watch.Added, lease("a", "forever", "y", t0, 0)),
+		event(watch.Added, newLease("a", "leader", "x", t0, 10)),
+		event(watch.Added, newLease("a", "free", "", time.Time{}, 10)),
+		event(watch.Added, newLease("a", "noterm", "y", t0, 0)),
 	})
-	want := "leasehold_leases_expired{namespace=a} 0\nleasehold_leases_held{namespace=a} 2\n"
+	// A held lease without a duration has no term: expired, as the
+	// table's Expired column says (lease.Term); a lease without a holder
+	// is released, never expired.
+	want := "leasehold_leases_expired{namespace=a} 1\nleasehold_leases_held{namespace=a} 2\n"
 	if got := gather(t, o, "leasehold_leases_held", "leasehold_leases_expired"); got != want {
 		t.Fatalf("at the start:\n%s\nwant\n%s", got, want)
 	}
 	// The deadline is not after now: expired, as client-go judges it.
 	c.now = t0.Add(10 * time.Second)
 	if got := gather(t, o, "leasehold_leases_expired", "leasehold_lease_oldest_unrenewed_seconds"); got !=
-		"leasehold_lease_oldest_unrenewed_seconds{namespace=a} 10\nleasehold_leases_expired{namespace=a} 1\n" {
+		"leasehold_lease_oldest_unrenewed_seconds{namespace=a} 10\nleasehold_leases_expired{namespace=a} 2\n" {
 		t.Fatalf("after 10s:\n%s", got)
 	}
 	// A renewal brings it back; a new holder counts as a change.
-	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "x", c.now, 10))})
-	o.apply([]registry.Event{event(watch.Modified, lease("a", "leader", "z", c.now.Add(time.Second), 10))})
-	got := gather(t, o, "leasehold_leases_expired", "leasehold_lease_renewals_total", "leasehold_lease_holder_changes_total", "leasehold_lease_info")
-	want = "leasehold_lease_holder_changes_total{namespace=a} 1\n" +
+	o.apply([]registry.Event{event(watch.Modified, newLease("a", "leader", "x", c.now, 10))})
+	o.apply([]registry.Event{event(watch.Modified, newLease("a", "leader", "z", c.now.Add(time.Second), 10))})
+	got := gather(t, o, "leasehold_leases_expired", "leasehold_lease_renewals_total", "leasehold_lease_holder_changes_total", "leasehold_lease_info", "leasehold_lease_expired")
+	want = "leasehold_lease_expired{name=free,namespace=a} 0\n" +
+		"leasehold_lease_expired{name=leader,namespace=a} 0\n" +
+		"leasehold_lease_expired{name=noterm,namespace=a} 1\n" +
+		"leasehold_lease_holder_changes_total{namespace=a} 1\n" +
 		"leasehold_lease_info{holder=,name=free,namespace=a,preferred_holder=,strategy=} 1\n" +
-		"leasehold_lease_info{holder=y,name=forever,namespace=a,preferred_holder=,strategy=} 1\n" +
+		"leasehold_lease_info{holder=y,name=noterm,namespace=a,preferred_holder=,strategy=} 1\n" +
 		"leasehold_lease_info{holder=z,name=leader,namespace=a,preferred_holder=,strategy=} 1\n" +
 		"leasehold_lease_renewals_total{namespace=a} 1\n" +
-		"leasehold_leases_expired{namespace=a} 0\n"
+		"leasehold_leases_expired{namespace=a} 1\n"
 	if got != want {
 		t.Fatalf("after a renewal and a change:\n%s\nwant\n%s", got, want)
 	}
 	// Deleted leases leave the counts; a list that no longer sees one
 	// drops it at its end.
-	o.apply([]registry.Event{event(watch.Deleted, lease("a", "free", "", time.Time{}, 0))})
+	o.apply([]registry.Event{event(watch.Deleted, newLease("a", "free", "", time.Time{}, 0))})
 	o.listing()
 	o.apply([]registry.Event{
-		event(watch.Added, lease("a", "leader", "z", c.now.Add(time.Second), 10)),
+		event(watch.Added, newLease("a", "leader", "z", c.now.Add(time.Second), 10)),
 		{Type: watch.Bookmark, InitialEnd: true},
 	})
 	if got := gather(t, o, "leasehold_leases_held"); got != "leasehold_leases_held{namespace=a} 1\n" {
@@ -119,11 +125,11 @@ func TestPerLeaseSeriesAreBounded(t *testing.T) {
 	o := newObserver(Options{Now: c.Now, SmallNamespace: 3, MaxLeaseSeries: 4})
 	var evs []registry.Event
 	for i := range 10 {
-		evs = append(evs, event(watch.Added, lease("big", fmt.Sprint(i), "h", c.now, 10)))
+		evs = append(evs, event(watch.Added, newLease("big", fmt.Sprint(i), "h", c.now, 10)))
 	}
 	for _, ns := range []string{"a", "b", "c"} {
 		for i := range 2 {
-			evs = append(evs, event(watch.Added, lease(ns, fmt.Sprint(i), "h", c.now, 10)))
+			evs = append(evs, event(watch.Added, newLease(ns, fmt.Sprint(i), "h", c.now, 10)))
 		}
 	}
 	o.apply(evs)
@@ -145,12 +151,12 @@ func BenchmarkRenewal(b *testing.B) {
 	o := newObserver(Options{})
 	var evs []registry.Event
 	for i := range 100000 {
-		evs = append(evs, event(watch.Added, lease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
+		evs = append(evs, event(watch.Added, newLease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
 	}
 	o.apply(evs)
 	renewals := make([]registry.Event, 1000)
 	for i := range renewals {
-		renewals[i] = event(watch.Modified, lease("kube-node-lease", fmt.Sprintf("node-%06d", i*100), "kubelet", now.Add(time.Second), 40))
+		renewals[i] = event(watch.Modified, newLease("kube-node-lease", fmt.Sprintf("node-%06d", i*100), "kubelet", now.Add(time.Second), 40))
 	}
 	b.ResetTimer()
 	for i := range b.N {
@@ -165,10 +171,10 @@ func BenchmarkScrape(b *testing.B) {
 	o := newObserver(Options{})
 	var evs []registry.Event
 	for i := range 100000 {
-		evs = append(evs, event(watch.Added, lease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
+		evs = append(evs, event(watch.Added, newLease("kube-node-lease", fmt.Sprintf("node-%06d", i), "kubelet", now, 40)))
 	}
 	for i := range 20 {
-		evs = append(evs, event(watch.Added, lease("kube-system", fmt.Sprintf("controller-%d", i), "leader", now, 15)))
+		evs = append(evs, event(watch.Added, newLease("kube-system", fmt.Sprintf("controller-%d", i), "leader", now, 15)))
 	}
 	o.apply(evs)
 	reg := prometheus.NewRegistry()
@@ -203,7 +209,8 @@ func TestAgainstModel(t *testing.T) {
 			if s.holder == "" {
 				continue
 			}
-			if !s.deadline.IsZero() && !s.deadline.After(c.now) {
+			// A held lease without a term (zero deadline) has expired.
+			if !s.deadline.After(c.now) {
 				s.expired = true
 			}
 			held[k.Namespace]++
@@ -256,10 +263,10 @@ func TestAgainstModel(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				typ = watch.Modified
 			}
-			o.apply([]registry.Event{event(typ, lease(k.Namespace, k.Name, holder, renew, seconds))})
+			o.apply([]registry.Event{event(typ, newLease(k.Namespace, k.Name, holder, renew, seconds))})
 		case r < 7:
 			delete(model, k)
-			o.apply([]registry.Event{event(watch.Deleted, lease(k.Namespace, k.Name, "", time.Time{}, 0))})
+			o.apply([]registry.Event{event(watch.Deleted, newLease(k.Namespace, k.Name, "", time.Time{}, 0))})
 		case r < 9:
 			c.now = c.now.Add(time.Duration(rng.IntN(3)) * time.Second)
 		default:
@@ -278,7 +285,7 @@ func TestHeapsStayBounded(t *testing.T) {
 	o := newObserver(Options{Now: func() time.Time { return now }})
 	for i := range 20000 {
 		now = now.Add(time.Millisecond)
-		o.apply([]registry.Event{event(watch.Modified, lease("ns", fmt.Sprint(i%10), "x", now, 15))})
+		o.apply([]registry.Event{event(watch.Modified, newLease("ns", fmt.Sprint(i%10), "x", now, 15))})
 	}
 	if n, ns := len(o.expiring), len(o.namespaces["ns"].byRenew); n > 2*10+65 || ns > 2*10+65 {
 		t.Errorf("%d deadlines and %d renewTimes on the heaps for 10 leases", n, ns)

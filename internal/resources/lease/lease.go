@@ -164,7 +164,7 @@ func columns() []metav1.TableColumnDefinition {
 		{Name: "Renewed", Type: "string", Priority: 1, Description: "Time since renewTime. " + spec["renewTime"]},
 		// A string column: its cells may be "<none>".
 		{Name: "Transitions", Type: "string", Priority: 1, Description: spec["leaseTransitions"]},
-		{Name: "Expired", Type: "string", Priority: 1, Description: "Whether renewTime plus leaseDurationSeconds is not after the server's current time; <unknown> when either is unset."},
+		{Name: "Expired", Type: "string", Priority: 1, Description: "Whether the lease has a holder whose renewTime plus leaseDurationSeconds is not after the server's current time, or who lacks either; a lease without a holder is released, not expired."},
 	}
 }
 
@@ -183,7 +183,7 @@ func row(obj resources.Object, now time.Time) []any {
 		leaseDuration(l.Spec.LeaseDurationSeconds),
 		renewed(l.Spec.RenewTime, now),
 		transitions(l.Spec.LeaseTransitions),
-		expired(&l.Spec, now),
+		strconv.FormatBool(Expired(&l.Spec, now)),
 	}
 }
 
@@ -206,14 +206,4 @@ func transitions(n *int32) string {
 		return none
 	}
 	return strconv.Itoa(int(*n))
-}
-
-// expired follows client-go's leader election, which holds a lease valid
-// while renewTime+leaseDurationSeconds is after now.
-func expired(spec *coordinationv1.LeaseSpec, now time.Time) string {
-	if spec.RenewTime == nil || spec.RenewTime.IsZero() || spec.LeaseDurationSeconds == nil {
-		return "<unknown>"
-	}
-	end := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
-	return strconv.FormatBool(!end.After(now))
 }

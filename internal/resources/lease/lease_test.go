@@ -407,9 +407,18 @@ func TestRow(t *testing.T) {
 			want:  []any{"leader", "", "<unknown>", "15s", "1s", "0", "false"},
 		},
 		{
+			// What client-go's release() writes, its second long gone:
+			// released, not expired.
+			name: "released by client-go",
+			lease: func(l *coordinationv1.Lease) {
+				l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = ptr(""), ptr(int32(1)), micro(-time.Hour)
+			},
+			want: []any{"leader", "", "<unknown>", "1s", "60m", "0", "false"},
+		},
+		{
 			name:  "empty spec",
 			lease: func(l *coordinationv1.Lease) { l.Spec = coordinationv1.LeaseSpec{} },
-			want:  []any{"leader", "", "<unknown>", "<none>", "<none>", "<none>", "<unknown>"},
+			want:  []any{"leader", "", "<unknown>", "<none>", "<none>", "<none>", "false"},
 		},
 		{
 			name: "renewed without duration",
@@ -417,7 +426,7 @@ func TestRow(t *testing.T) {
 				l.Spec.LeaseDurationSeconds = nil
 				l.Spec.RenewTime = micro(-time.Minute)
 			},
-			want: []any{"leader", "node-1", "<unknown>", "<none>", "60s", "0", "<unknown>"},
+			want: []any{"leader", "node-1", "<unknown>", "<none>", "60s", "0", "true"},
 		},
 	}
 	r := lease.New(lease.Options{})

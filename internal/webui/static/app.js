@@ -190,12 +190,11 @@ function renderLeases(w) {
     cell(tr, md.name);
     cell(tr, s.holderIdentity, 'holder');
     const since = cell(tr, '', 'since');
-    const until = cell(tr, '', 'until');
-    if (s.renewTime) {
-      const renew = Date.parse(s.renewTime);
-      since.dataset.renew = renew;
-      if (s.leaseDurationSeconds && s.holderIdentity) until.dataset.deadline = renew + s.leaseDurationSeconds * 1000;
-    }
+    const term = leaseTerm(s);
+    const until = cell(tr, term.held ? '' : 'released', 'until');
+    if (s.renewTime) since.dataset.renew = Date.parse(s.renewTime);
+    if (term.held) until.dataset.end = term.end;
+    else until.classList.add('released');
     cell(tr, s.leaseTransitions ?? '', 'transitions');
     cell(tr, s.strategy);
     cell(tr, s.preferredHolder);
@@ -244,6 +243,23 @@ function duration(ms) {
   return `${s}s`;
 }
 
+// leaseTerm and termExpired mirror Go's lease.TermOf and Term.Expired
+// (internal/resources/lease/expiry.go), leasehold's one definition of an
+// expired lease, which the table's Expired column and the metrics use:
+// keep them in step. A lease without a holder is released, never expired;
+// a held one ends at renewTime + leaseDurationSeconds, or has no term
+// (end 0) without either, and has expired once its end is not after now.
+// Times are in milliseconds since the epoch.
+function leaseTerm(spec) {
+  if (!spec.holderIdentity) return { held: false, end: 0 };
+  if (!spec.renewTime || spec.leaseDurationSeconds == null) return { held: true, end: 0 };
+  return { held: true, end: Date.parse(spec.renewTime) + spec.leaseDurationSeconds * 1000 };
+}
+
+function termExpired(term, now) { return term.held && !(term.end > now); }
+
+function leaseExpired(spec, now) { return termExpired(leaseTerm(spec), now); }
+
 // tick updates the live countdowns, judged by the server's clock.
 function tick() {
   const now = Date.now() + clockOffset;
@@ -254,12 +270,14 @@ function tick() {
     }
   }
   for (const td of document.querySelectorAll('#leases td.until')) {
-    if (!td.dataset.deadline) continue;
-    const left = Number(td.dataset.deadline) - now;
+    if (td.dataset.end === undefined) continue;
+    const term = { held: true, end: Number(td.dataset.end) };
+    const expired = termExpired(term, now);
     td.classList.remove('none');
-    td.classList.toggle('expired', left <= 0);
-    td.classList.toggle('live', left > 0);
-    td.textContent = left > 0 ? duration(left) : `expired ${duration(left)} ago`;
+    td.classList.toggle('expired', expired);
+    td.classList.toggle('live', !expired);
+    if (!expired) td.textContent = duration(term.end - now);
+    else td.textContent = term.end ? `expired ${duration(now - term.end)} ago` : 'expired (no renewTime or duration)';
   }
 }
 
