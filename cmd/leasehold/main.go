@@ -1,4 +1,9 @@
-// Command leasehold serves the Kubernetes API for Leases and Endpoints.
+// Command leasehold serves the Kubernetes API of leader election and
+// service discovery without a control plane: Leases, LeaseCandidates,
+// Endpoints, EndpointSlices, Namespaces, Events and RBAC, with /metrics, a
+// live view (/ui/) and a garbage collector. Its lock, elect and register
+// commands are clients of that API; bench load-tests a server. See
+// README.md and docs/.
 package main
 
 import (

@@ -29,7 +29,8 @@ Scenarios (each drives a running server through its API):
   registrations  make filled leases registrations of one service; their slices
   gc       leases owned by others: the collector's memory, and how fast it deletes them
 
-Run "leasehold bench <scenario> -h" for its flags.
+Run "leasehold bench <scenario> -h" for its flags; the manual's
+docs/performance.md has what they measured and how.
 `
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

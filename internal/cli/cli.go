@@ -17,20 +17,24 @@ import (
 	"github.com/leasehold/leasehold/internal/transport"
 )
 
-const usage = `leasehold: a Kubernetes API server for Leases and Endpoints.
+const usage = `leasehold: the Kubernetes API of leader election and service discovery,
+without a control plane. It serves Leases, LeaseCandidates, Endpoints,
+EndpointSlices, Namespaces, Events and RBAC to kubectl and client-go, with
+/metrics, a live view at /ui/ and a garbage collector.
 
 Usage:
   leasehold serve [flags]          run the server
-  leasehold bench <scenario>       load-test a running server (fill, list, renew, fanout, overload)
+  leasehold bench <scenario>       load-test a running server (fill, list, renew, fanout, overload, ...)
   leasehold lock NAME -- COMMAND   run COMMAND only while holding the Lease NAME
   leasehold elect NAME             campaign for the Lease NAME; print its leader on every change
   leasehold register SERVICE ADDRESS:PORT [-- COMMAND]
                                    be an endpoint of SERVICE's EndpointSlices while it runs
   leasehold version                print the version
 
-Run "leasehold serve -h" (lock -h, elect -h, register -h) for a command's flags;
-"leasehold serve --config FILE" takes serve's from a YAML file (key: the
-flag name without dashes).
+Run "leasehold serve -h" (lock -h, elect -h, register -h, bench -h) for a
+command's flags; "leasehold serve --config FILE" takes serve's from a YAML
+file (key: the flag name without dashes). The manual is README.md and
+docs/ in the source (/usr/share/doc/leasehold with the Debian package).
 `
 
 // Run runs the command line args (without the program name).
@@ -114,6 +118,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
+const serveUsage = `Usage: leasehold serve [flags]
+
+Serves the Kubernetes API (Leases, LeaseCandidates, Endpoints,
+EndpointSlices, Namespaces, Events, RBAC) over HTTPS on --listen, with the
+store, certificates and admin.kubeconfig in --data-dir, or with the
+objects in etcd (--storage etcd) for several replicas. The manual's
+docs/install.md explains these flags and --config, docs/security.md the
+security ones, docs/deployment.md the replicas.
+
+Flags:
+`
+
 // serveFlags are serve's flags and what they set.
 type serveFlags struct {
 	fs          *flag.FlagSet
@@ -129,6 +145,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	s := &serveFlags{fs: flag.NewFlagSet("serve", flag.ContinueOnError)}
 	fs, cfg := s.fs, &s.cfg
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
 	fs.StringVar(&s.configFile, configFlag, "", "YAML file of flags: each key a flag name without the dashes (data-dir: /var/lib/leasehold); flags on the command line override it")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./leasehold-data", "directory for the store, certificates and admin.kubeconfig")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to serve HTTPS on")

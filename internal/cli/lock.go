@@ -38,7 +38,8 @@ func (e *ExitError) Unwrap() error { return e.Err }
 const lockUsage = `Usage: leasehold lock [flags] NAME -- COMMAND [ARG...]
 
 Waits for the Lease NAME, runs COMMAND while holding it, and releases it
-when COMMAND exits. Works against any Kubernetes API server.
+when COMMAND exits. Works against any Kubernetes API server; finds it as
+kubectl does. More in the manual's docs/lock.md.
 
 COMMAND runs in a process group of its own, with these in its environment:
   LEASEHOLD_FENCING_TOKEN  the lease's leaseTransitions as this acquisition
@@ -66,7 +67,8 @@ const electUsage = `Usage: leasehold elect [flags] NAME
 Campaigns for the Lease NAME with client-go's leader election and prints the
 leader's identity each time it changes, one line each (an empty line: no
 leader known), until interrupted; then releases the lease if it leads. With
---observe, only watches the lease.
+--observe, only watches the lease. Exit status 121 and 125 as lock's.
+More in the manual's docs/lock.md.
 
 Flags:
 `

@@ -31,7 +31,7 @@ const gcHeadroom = 64 << 20
 // or of the machine's memory when there is none. Near the limit the
 // garbage collector runs more often instead of letting the heap grow into
 // an OOM kill; it does not cap the memory, which the server bounds
-// otherwise (in-flight limits, the store's quota; see the README).
+// otherwise (in-flight limits, the store's quota; see docs/reliability.md).
 func setMemoryLimit(log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		log.Debug("Go memory limit from GOMEMLIMIT", "limit", os.Getenv("GOMEMLIMIT"))

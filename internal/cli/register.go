@@ -37,7 +37,7 @@ endpoint leaves when the Lease expires (--lease-duration), and the server
 deletes the Lease then.
 
 With COMMAND, it runs COMMAND, passes SIGTERM and SIGINT on to it, and
-exits with its exit code.
+exits with its exit code. More in the manual's docs/discovery.md.
 
 Flags:
 `

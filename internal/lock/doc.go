@@ -17,8 +17,8 @@
 //     was deleted and is created again). With every writer of the lease
 //     following these rules and the server's updates being compare-and-swap
 //     on resourceVersion, the tokens of successive acquisitions strictly
-//     increase. The README's "Running a command under a lease" section
-//     states the guarantee and what breaks it.
+//     increase. docs/lock.md ("The fencing token") states the guarantee
+//     and what breaks it.
 //   - Loss detection at once: a read that shows another holder, or no
 //     lease, while this process leads.
 //   - No release while the command may still run: client-go releases the

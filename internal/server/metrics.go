@@ -58,7 +58,7 @@ func newMetrics() *metrics {
 		}),
 		commitFailure: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "leasehold_storage_commit_failures_total",
-			Help: "Group commits of the embedded store that failed (the store then stops: see the README).",
+			Help: "Group commits of the embedded store that failed (the store then stops: see docs/reliability.md).",
 		}),
 		etcdRequests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "etcd_request_duration_seconds",

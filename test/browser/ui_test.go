@@ -5,7 +5,7 @@
 //
 // It needs Debian's chromium package (CI installs it); without a browser
 // it skips, saying so. LEASEHOLD_UI_SCREENSHOT=FILE writes a screenshot of
-// the page (the README's, docs/ui.png).
+// the page (the manual's picture, docs/ui.png, shown in docs/metrics.md).
 package browser
 
 import (

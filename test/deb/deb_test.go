@@ -127,6 +127,8 @@ func TestContents(t *testing.T) {
 		"/etc/leasehold/config.yaml":                 "-rw-r----- root/root",
 		"/usr/share/leasehold/replica.yaml":          "-rw-r--r-- root/root",
 		"/usr/share/doc/leasehold/README.md":         "-rw-r--r-- root/root",
+		"/usr/share/doc/leasehold/docs/install.md":   "-rw-r--r-- root/root",
+		"/usr/share/doc/leasehold/docs/ui.png":       "-rw-r--r-- root/root",
 	} {
 		if got := modes[path]; got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# guide.sh runs the README's deployment guide, sections 1 to 6, as a reader
-# would: it takes each command block marked <!-- guide:NAME --> from
-# README.md, in order and as written, runs it in one bash shell from the
-# repository root, and after each block checks what the README says
-# happens (check_NAME below). The teardown is the README's too.
+# guide.sh runs the deployment guide (docs/deployment.md), sections 1 to 6,
+# as a reader would: it takes each command block marked <!-- guide:NAME -->
+# from docs/deployment.md, in order and as written, runs it in one bash
+# shell from the repository root, and after each block checks what the
+# guide says happens (check_NAME below). The teardown is the guide's too.
 #
 # It runs in a network namespace of its own when it can (root, or user
 # namespaces), so that the guide's fixed ports clash with nothing else on
@@ -58,12 +58,12 @@ awk -v dir="$WORK/blocks" '
   want && /^```sh$/ { n++; file = sprintf("%s/%02d-%s.sh", dir, n, name); inblock = 1; want = 0; next }
   inblock && /^```$/ { inblock = 0; close(file); next }
   inblock { print > file }
-' README.md
+' docs/deployment.md
 expected="etcd leader replicas haproxy rotation clients fail-replica fail-follower fail-leader fail-quorum teardown"
 got=$(ls "$WORK/blocks" | sed 's/^[0-9]*-//; s/\.sh$//' | tr '\n' ' ' | sed 's/ $//')
 if [ "$got" != "$expected" ]; then
-  echo "guide.sh: the README's guide blocks are: $got" >&2
-  echo "guide.sh: expected:                      $expected" >&2
+  echo "guide.sh: the guide blocks of docs/deployment.md are: $got" >&2
+  echo "guide.sh: expected:                                $expected" >&2
   exit 1
 fi
 
@@ -123,8 +123,8 @@ check_clients() {
 check_fail_replica() {
   local status
   status=$(sed -n 's/^kubectl get -w ended with status //p' "$OUT")
-  [ "$status" = 0 ] || fail "kubectl get -w ended with status '$status', the README says 0"
-  ! grep -q '^error' "$OUT" || fail "kubectl get -w said something: the README says it ends silently"
+  [ "$status" = 0 ] || fail "kubectl get -w ended with status '$status', the guide says 0"
+  ! grep -q '^error' "$OUT" || fail "kubectl get -w said something: the guide says it ends silently"
   note "kubectl get -w on a killed replica: ended with status $status, silently"
   grep -q '^r1,DOWN,' "$OUT" || fail "r1 not out of rotation"
   [ "$(grep -c ',UP,' "$OUT")" = 2 ] || fail "r0 and r2 not in rotation"
@@ -145,8 +145,8 @@ check_fail_leader() {
   line=$(grep -m1 ' after .* s$' "$OUT")
   s=$(echo "$line" | awk '{print $3}')
   note "write sent 0.2 s after the etcd leader was killed: $line"
-  [ "${line%% *}" = 500 ] || fail "write after the leader's death: $line, the README says 500"
-  awk -v s="$s" 'BEGIN { exit !(s > 6.8 && s < 8) }' || fail "500 after ${s}s; the README says 7 s"
+  [ "${line%% *}" = 500 ] || fail "write after the leader's death: $line, the guide says 500"
+  awk -v s="$s" 'BEGIN { exit !(s > 6.8 && s < 8) }' || fail "500 after ${s}s; the guide says 7 s"
   # etcd adds "possibly due to previous leader failure" only when the
   # member has not heard from the new leader yet when the 7 s run out.
   grep -q 'etcdserver: request timed out' "$D"/r*.log || fail "no replica logged etcd's request timeout"
@@ -157,8 +157,8 @@ check_fail_quorum() {
   local lines
   lines=$(grep ' after .* s$' "$OUT")
   note "writes without quorum: $(echo $lines)"
-  [ "$(echo "$lines" | grep -c '^500 after')" = 2 ] || fail "writes without quorum: $lines, the README says 500"
-  echo "$lines" | awk '{ if ($3 < 6.8 || $3 > 10.5) exit 1 }' || fail "writes without quorum: $lines; the README says 7 to 10 s"
+  [ "$(echo "$lines" | grep -c '^500 after')" = 2 ] || fail "writes without quorum: $lines, the guide says 500"
+  echo "$lines" | awk '{ if ($3 < 6.8 || $3 > 10.5) exit 1 }' || fail "writes without quorum: $lines; the guide says 7 to 10 s"
   grep -q '"name": "my-lease"' "$OUT" || fail "cached read did not answer"
   grep -q 'readyz check failed' "$OUT" || fail "readyz did not fail"
   [ "$(grep -c ',DOWN,' "$OUT")" = 3 ] || fail "not every replica out of rotation: $(grep '^r' "$OUT")"
@@ -190,7 +190,7 @@ for block in "$WORK"/blocks/*.sh; do
   name=$(basename "$block" .sh); name=${name#*-}
   cat >> "$WORK/run.sh" <<RUN
 BLOCK=$name; OUT="$WORK/$name.out"
-echo "=== README guide block: $name"
+echo "=== guide block: $name"
 sed 's/^/    /' "$block"
 source "$block" > "\$OUT" 2>&1 < /dev/null
 sed 's/^/  | /' "\$OUT"
@@ -207,6 +207,6 @@ if ! timeout 900 bash "$WORK/run.sh"; then
 fi
 echo "--- measurements"
 cat "$WORK/summary"
-echo "--- the README's deployment guide ran from top to bottom in $((SECONDS - start)) s"
+echo "--- the deployment guide (docs/deployment.md) ran from top to bottom in $((SECONDS - start)) s"
 echo "guide: 1 passed, 0 failed"
 rm -rf "$WORK" "$D"

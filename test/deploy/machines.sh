@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# machines.sh follows the README's deployment section 7 on three machines:
-# three containers booting systemd (systemd-nspawn, each this machine's
-# root under its own tmpfs overlay) at 10.0.0.1, .2 and .3 on a bridge in a
+# machines.sh follows section 7 of the deployment guide, docs/deployment.md,
+# on three machines: three containers booting systemd (systemd-nspawn, each
+# this machine's root under its own tmpfs overlay) at 10.0.0.1, .2 and .3 on a bridge in a
 # network namespace of this script's own, so no packet leaves it. Each
 # block marked <!-- machines:NAME --> runs as written on the machines the
 # text says, as root, with three stand-ins: sudo runs its command,
@@ -11,7 +11,7 @@
 # the three addresses, runs in the namespace as the load balancer. Then it
 # checks the cluster through the load balancer, stops a member and a
 # replica and starts them again, and tears everything down with the
-# README's commands.
+# guide's commands.
 #
 # It needs root, systemd-nspawn (Debian's systemd-container), haproxy,
 # socat, overlayfs and apt access for one `apt-get download etcd-server`;
@@ -102,16 +102,16 @@ for n in 1 2 3; do
 done
 echo "  m1, m2, m3 up at 10.0.0.1-3"
 
-# The README's blocks.
+# The guide's blocks.
 mkdir -p "$WORK/blocks"
 awk -v dir="$WORK/blocks" '
   /^<!-- machines:[a-z-]+ -->$/ { name = $0; sub(/^<!-- machines:/, "", name); sub(/ -->$/, "", name); want = 1; next }
   want && /^```sh$/ { file = dir "/" name ".sh"; inblock = 1; want = 0; next }
   inblock && /^```$/ { inblock = 0; close(file); next }
   inblock { print > file }
-' README.md
+' docs/deployment.md
 for b in etcd replica first copy others teardown; do
-  [ -f "$WORK/blocks/$b.sh" ] || { echo "machines.sh: README has no <!-- machines:$b --> block" >&2; exit 1; }
+  [ -f "$WORK/blocks/$b.sh" ] || { echo "machines.sh: docs/deployment.md has no <!-- machines:$b --> block" >&2; exit 1; }
 done
 
 # The stand-ins, then the block with this machine's N and ADDR.
@@ -137,7 +137,7 @@ ssh() {
 EOF
 run_block() { # machine, block
   local n=$1 b=$2
-  echo "=== README section 7, block $b, on 10.0.0.$n"
+  echo "=== guide section 7, block $b, on 10.0.0.$n"
   sed 's/^/    /' "$WORK/blocks/$b.sh"
   { cat "$WORK/standins.sh"
     echo "cd /opt/leasehold-test; N=$n; ADDR=10.0.0.$n"
@@ -147,7 +147,7 @@ run_block() { # machine, block
   return "${PIPESTATUS[0]}"
 }
 run_copy() {
-  echo "=== README section 7, block copy, on 10.0.0.1"
+  echo "=== guide section 7, block copy, on 10.0.0.1"
   sed 's/^/    /' "$WORK/blocks/copy.sh"
   cat "$WORK/standins-copy.sh" "$WORK/blocks/copy.sh" > "$WORK/copy-run.sh"
   bash "$WORK/copy-run.sh" 2>&1 | sed 's/^/  | /'

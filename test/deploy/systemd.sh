@@ -2,11 +2,11 @@
 # systemd.sh installs the Debian package in a container that boots systemd
 # and runs its units for real: the embedded-store leasehold.service and a
 # replica, leasehold@r1.service, on an etcd started beside it. It checks
-# what the README's "Building and installing" and deployment section 7
-# say: Type=notify (active only once serving, with the status line), the
-# service user and the data directory's modes, the hardening (a read-only
-# system, no capabilities), Restart=on-failure, a graceful stop, and
-# remove and purge.
+# what docs/install.md ("Building and installing") and section 7 of
+# docs/deployment.md say: Type=notify (active only once serving, with the
+# status line), the service user and the data directory's modes, the
+# hardening (a read-only system, no capabilities), Restart=on-failure, a
+# graceful stop, and remove and purge.
 #
 # The container is this machine's own root file system under an overlay
 # (changes go to a tmpfs and vanish), booted by systemd-nspawn with a

@@ -64,7 +64,7 @@ func TestKubectlRBAC(t *testing.T) {
 	if out, _, err := alice.run("", "auth", "can-i", "get", "leases/my-lease", "-n", "apps"); err == nil || strings.TrimSpace(out) != "no" {
 		t.Errorf("alice can-i before a binding: %q %v", out, err)
 	}
-	// The README's example: a Role for one lease, bound to alice.
+	// docs/security.md's example: a Role for one lease, bound to alice.
 	if out := admin.ok("", "create", "role", "lease-holder", "-n", "apps", "--verb=get,update", "--resource=leases.coordination.k8s.io", "--resource-name=my-lease"); strings.TrimSpace(out) != "role.rbac.authorization.k8s.io/lease-holder created" {
 		t.Errorf("create role: %q", out)
 	}

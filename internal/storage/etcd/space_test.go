@@ -75,7 +75,7 @@ func TestNoSpace(t *testing.T) {
 		t.Errorf("a small put after a delete, the alarm still raised: %v, want ErrNoSpace", err)
 	}
 
-	// What an operator does (README): compact, defragment, disarm.
+	// What an operator does (docs/reliability.md): compact, defragment, disarm.
 	raw := c.Client(t)
 	for _, kv := range kvs[1:] {
 		if _, err := s.Delete(ctx, kv.Key, kv.ModRevision); err != nil {

@@ -4,7 +4,7 @@
 // was sent, and does nothing else (no storage, no validation, no field
 // manager). Run `leasehold bench renew --server-pid` against it to measure
 // the transport's share of a renewal's server CPU on a machine; it is the
-// floor the performance section of the README compares against.
+// floor docs/performance.md ("Where the cost goes") compares against.
 //
 //	go run ./test/perf/floor --pki DATA_DIR/pki --listen 127.0.0.1:PORT
 //
