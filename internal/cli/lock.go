@@ -215,6 +215,8 @@ func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		Timeout:   *timeout,
 		KillAfter: *killAfter,
 		Signals:   sigs,
+		// This binary, even if replaced on disk meanwhile.
+		Guard: []string{"/proc/self/exe", lock.GuardCommand},
 	})
 	if code == 0 && err == nil {
 		return nil
