@@ -48,11 +48,13 @@ COMMAND runs in a process group of its own, with these in its environment:
 
 Signals sent to leasehold lock go to COMMAND's process group. If the lease is
 lost, the group gets SIGTERM at once and SIGKILL after --kill-after, or
-sooner so that it never outlives the lease.
+sooner so that it never outlives the lease. On Linux, if leasehold lock dies
+(of SIGKILL too), the group is killed.
 
 Exit status: COMMAND's (128+N if signal N killed it), or
-  121  could not reach the server (or it refused the credentials)
+  121  could not reach the server
   122  lost the lease while COMMAND ran
+  123  the server refused the credentials (401) or the permission (403)
   124  --timeout passed before the lease was acquired
   125  leasehold lock itself failed (flags, kubeconfig, missing namespace...)
   126  COMMAND could not be started; 127 COMMAND was not found
@@ -67,6 +69,8 @@ Campaigns for the Lease NAME with client-go's leader election and prints the
 leader's identity each time it changes, one line each (an empty line: no
 leader known), until interrupted; then releases the lease if it leads. With
 --observe, only watches the lease.
+
+Exit status: 0 when interrupted, or 121, 123 or 125 as leasehold lock's.
 
 Flags:
 `

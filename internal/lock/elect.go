@@ -49,7 +49,14 @@ func Elect(ctx context.Context, cfg ElectConfig) (int, error) {
 		return ExitFailed, err
 	}
 	cfg.Logger = cfg.Logger.With("lease", cfg.Lease())
-	if err := cfg.reach(ctx); err != nil {
+	if err := cfg.reach(ctx, cfg.Observe); err != nil {
+		if Refused(err) {
+			needs := needsToCampaign
+			if cfg.Observe {
+				needs = "list and watch on leases.coordination.k8s.io"
+			}
+			return ExitRefused, RefusedError(err, needs, cfg.Namespace)
+		}
 		return ExitUnreachable, fmt.Errorf("could not reach the server: %w", err)
 	}
 	p := &printer{cfg: &cfg}
@@ -94,6 +101,10 @@ func campaign(ctx context.Context, cfg *ElectConfig, p *printer) (int, error) {
 					<-done
 					return ExitFailed, err
 				}
+			case err := <-fl.fatal:
+				stop()
+				<-done
+				return fatalCode(err, cfg.Namespace)
 			case <-done:
 				break campaigning
 			}

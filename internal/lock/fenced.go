@@ -91,6 +91,9 @@ func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 		}
 		l.setHolderLocked("")
 	case err != nil:
+		if Refused(err) && !l.leading {
+			l.fatalLocked(err)
+		}
 		l.failedLocked("get", err)
 	default:
 		l.high = max(l.high, rec.LeaderTransitions)
@@ -118,11 +121,8 @@ func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElection
 	if err != nil {
 		// The namespace does not exist, or the server refuses the
 		// lease: retrying does not help.
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) {
-			select {
-			case l.fatal <- err:
-			default:
-			}
+		if apierrors.IsNotFound(err) || Refused(err) || apierrors.IsInvalid(err) {
+			l.fatalLocked(err)
 		}
 		l.failedLocked("create", err)
 		return err
@@ -141,6 +141,11 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
+		// Refused while waiting: it will be refused again. (A refused
+		// renewal loses the lease at the renew deadline.)
+		if Refused(err) && !l.leading {
+			l.fatalLocked(err)
+		}
 		l.failedLocked("update", err)
 		return err
 	}
@@ -210,10 +215,23 @@ func (l *fencedLock) wroteLocked(ler resourcelock.LeaderElectionRecord, sent tim
 	l.leaseSeconds = ler.LeaseDurationSeconds
 }
 
+// fatalLocked reports err on fatal, unless an error is pending there.
+func (l *fencedLock) fatalLocked(err error) {
+	select {
+	case l.fatal <- err:
+	default:
+	}
+}
+
 func (l *fencedLock) failedLocked(op string, err error) {
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, context.Canceled) {
 		// Another candidate wrote first: the normal race.
 		l.log.Debug("lease request failed", "op", op, "err", err)
+		return
+	}
+	if Refused(err) && !l.leading {
+		// Reported on fatal, and so by the caller.
+		l.log.Debug("lease request refused", "op", op, "err", err)
 		return
 	}
 	l.log.Warn("lease request failed", "op", op, "err", err)

@@ -151,9 +151,12 @@ func (s *supervisor) reach(ctx context.Context) (int, error) {
 		defer cancel()
 	}
 	done := make(chan error, 1) // one value, never blocks
-	go func() { done <- s.cfg.reach(ctx) }()
+	go func() { done <- s.cfg.reach(ctx, false) }()
 	select {
 	case err := <-done:
+		if Refused(err) {
+			return ExitRefused, RefusedError(err, needsToCampaign, s.cfg.Namespace)
+		}
 		if err != nil {
 			return ExitUnreachable, fmt.Errorf("could not reach the server: %w", err)
 		}
@@ -238,7 +241,7 @@ func (s *supervisor) wait(ctx context.Context, fl *fencedLock, acquired <-chan s
 	case <-acquired:
 		return 0, nil
 	case err := <-fl.fatal:
-		return ExitFailed, fmt.Errorf("cannot acquire the lease: %w", err)
+		return fatalCode(err, s.cfg.Namespace)
 	case <-timeout:
 		return ExitTimeout, fmt.Errorf("timed out after %v waiting for lease %s (held by %q)", s.cfg.Timeout, s.cfg.Lease(), fl.state().holder)
 	case sig := <-s.cfg.Signals:
@@ -364,6 +367,14 @@ func (s *supervisor) supervise(ctx context.Context, fl *fencedLock, c *child, el
 			stop()
 		}
 	}
+}
+
+// fatalCode is the exit code and error for err from fencedLock.fatal.
+func fatalCode(err error, namespace string) (int, error) {
+	if Refused(err) {
+		return ExitRefused, fmt.Errorf("cannot acquire the lease: %w", RefusedError(err, needsToCampaign, namespace))
+	}
+	return ExitFailed, fmt.Errorf("cannot acquire the lease: %w", err)
 }
 
 // signalCode is the exit code of a process killed by sig: 128+N.
