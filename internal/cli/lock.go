@@ -119,6 +119,8 @@ type electionFlags struct {
 	e        lock.Election
 	logLevel string
 	fs       *flag.FlagSet
+	// events records the election's Events; nil when observing.
+	events *lock.EventRecorder
 }
 
 func (f *electionFlags) register(fs *flag.FlagSet) {
@@ -152,8 +154,9 @@ func scaleDurations(e *lock.Election, set map[string]bool) {
 	}
 }
 
-// complete fills in the election after parsing.
-func (f *electionFlags) complete(name, userAgent string, stderr io.Writer) error {
+// complete fills in the election after parsing; campaign says whether it
+// records Events (call flushEvents when done).
+func (f *electionFlags) complete(name, userAgent string, campaign bool, stderr io.Writer) error {
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	scaleDurations(&f.e, set)
@@ -169,7 +172,25 @@ func (f *electionFlags) complete(name, userAgent string, stderr io.Writer) error
 		return err
 	}
 	f.e.Leases, f.e.Namespace, f.e.Name = cs.CoordinationV1(), ns, name
+	if campaign {
+		f.events = lock.NewEventRecorder(cs.CoreV1(), userAgent, f.e.Logger)
+		f.e.Events = f.events
+	}
 	return nil
+}
+
+// eventsFlushTimeout bounds the wait for the last Events at exit: a
+// server that does not answer should not hold the exit up much.
+const eventsFlushTimeout = 2 * time.Second
+
+// flushEvents waits for the Events recorded to be written.
+func (f *electionFlags) flushEvents() {
+	if f.events == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), eventsFlushTimeout)
+	defer cancel()
+	f.events.Flush(ctx)
 }
 
 func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
@@ -195,9 +216,10 @@ func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return failed(err)
 	}
 	f.e.Identity = id
-	if err := f.complete(name, "leasehold-lock", stderr); err != nil {
+	if err := f.complete(name, "leasehold-lock", true, stderr); err != nil {
 		return failed(err)
 	}
+	defer f.flushEvents()
 
 	// Signals go to the command. main's context also ends on SIGINT and
 	// SIGTERM: lock.Run gets one that does not, so that the command gets
@@ -257,9 +279,10 @@ func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	if err := f.complete(positional[0], "leasehold-elect", stderr); err != nil {
+	if err := f.complete(positional[0], "leasehold-elect", !*observe, stderr); err != nil {
 		return err
 	}
+	defer f.flushEvents()
 	code, err := lock.Elect(ctx, lock.ElectConfig{Election: f.e, Observe: *observe, Out: stdout, JSON: *output == "json"})
 	if code == 0 && err == nil {
 		return nil

@@ -70,6 +70,10 @@ type Election struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// Events, if not nil, records client-go's Events on the lease
+	// ("IDENTITY became leader", "IDENTITY stopped leading"), such as an
+	// EventRecorder.
+	Events resourcelock.EventRecorder
 	// Logger receives this package's log and client-go's, the latter two
 	// levels lower (client-go logs every failed attempt, which this package
 	// already reports).
@@ -113,7 +117,7 @@ func (e *Election) leaseLock() *resourcelock.LeaseLock {
 	return &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name},
 		Client:     e.Leases,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity, EventRecorder: e.Events},
 	}
 }
 

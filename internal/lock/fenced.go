@@ -74,9 +74,9 @@ func newFencedLock(inner *resourcelock.LeaseLock, log *slog.Logger, high int, ch
 
 var _ resourcelock.Interface = (*fencedLock)(nil)
 
-func (l *fencedLock) Identity() string   { return l.inner.Identity() }
-func (l *fencedLock) Describe() string   { return l.inner.Describe() }
-func (l *fencedLock) RecordEvent(string) {}
+func (l *fencedLock) Identity() string     { return l.inner.Identity() }
+func (l *fencedLock) Describe() string     { return l.inner.Describe() }
+func (l *fencedLock) RecordEvent(s string) { l.inner.RecordEvent(s) }
 
 // Get reads the lease. A record naming another holder, or no lease, while
 // this process leads means the lease was lost.
