@@ -58,6 +58,9 @@ type fencedLock struct {
 	// is then refused.
 	mayRelease bool
 	lostReason string
+	// lastErr is the last request's error, nil after a success: why a
+	// campaign whose renewals failed lost the lease.
+	lastErr error
 }
 
 func newFencedLock(inner *resourcelock.LeaseLock, log *slog.Logger, high int, changed chan struct{}) *fencedLock {
@@ -194,6 +197,7 @@ func (l *fencedLock) prepare(ler *resourcelock.LeaderElectionRecord) (time.Time,
 
 // wroteLocked records a successful write sent at sent.
 func (l *fencedLock) wroteLocked(ler resourcelock.LeaderElectionRecord, sent time.Time) {
+	l.lastErr = nil
 	l.high = max(l.high, ler.LeaderTransitions)
 	l.setHolderLocked(ler.HolderIdentity)
 	if ler.HolderIdentity != l.Identity() {
@@ -224,6 +228,7 @@ func (l *fencedLock) fatalLocked(err error) {
 }
 
 func (l *fencedLock) failedLocked(op string, err error) {
+	l.lastErr = fmt.Errorf("%s: %w", op, err)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, context.Canceled) {
 		// Another candidate wrote first: the normal race.
 		l.log.Debug("lease request failed", "op", op, "err", err)
@@ -281,6 +286,7 @@ type state struct {
 	// Zero before the first acquisition.
 	expires    time.Time
 	lostReason string
+	lastErr    error
 }
 
 func (l *fencedLock) state() state {
@@ -293,6 +299,7 @@ func (l *fencedLock) state() state {
 		token:      l.token,
 		high:       l.high,
 		lostReason: l.lostReason,
+		lastErr:    l.lastErr,
 	}
 	if l.acquired {
 		s.expires = l.since.Add(time.Duration(l.leaseSeconds) * time.Second)
