@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/buildinfo"
 	"github.com/leasehold/leasehold/internal/gcpace"
 	"github.com/leasehold/leasehold/internal/httpserver"
+	"github.com/leasehold/leasehold/internal/lock"
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/transport"
 )
@@ -50,6 +52,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "lock":
 		return lockCmd(ctx, args[1:], stderr)
+	case lock.GuardCommand: // started by lock, not listed in the usage
+		return lock.RunGuard(os.Stdin, stdout)
 	case "elect":
 		return electCmd(ctx, args[1:], stdout, stderr)
 	case "register":

@@ -49,11 +49,13 @@ COMMAND runs in a process group of its own, with these in its environment:
 
 Signals sent to leasehold lock go to COMMAND's process group. If the lease is
 lost, the group gets SIGTERM at once and SIGKILL after --kill-after, or
-sooner so that it never outlives the lease.
+sooner so that it never outlives the lease. On Linux, if leasehold lock dies
+(of SIGKILL too), the group is killed.
 
 Exit status: COMMAND's (128+N if signal N killed it), or
-  121  could not reach the server (or it refused the credentials)
+  121  could not reach the server
   122  lost the lease while COMMAND ran
+  123  the server refused the credentials (401) or the permission (403)
   124  --timeout passed before the lease was acquired
   125  leasehold lock itself failed (flags, kubeconfig, missing namespace...)
   126  COMMAND could not be started; 127 COMMAND was not found
@@ -69,6 +71,8 @@ leader's identity each time it changes, one line each (an empty line: no
 leader known), until interrupted; then releases the lease if it leads. With
 --observe, only watches the lease. Exit status 121 and 125 as lock's.
 More in the manual's docs/lock.md.
+
+Exit status: 0 when interrupted, or 121, 123 or 125 as leasehold lock's.
 
 Flags:
 `
@@ -117,6 +121,8 @@ type electionFlags struct {
 	e        lock.Election
 	logLevel string
 	fs       *flag.FlagSet
+	// events records the election's Events; nil when observing.
+	events *lock.EventRecorder
 }
 
 func (f *electionFlags) register(fs *flag.FlagSet) {
@@ -150,8 +156,9 @@ func scaleDurations(e *lock.Election, set map[string]bool) {
 	}
 }
 
-// complete fills in the election after parsing.
-func (f *electionFlags) complete(name, userAgent string, stderr io.Writer) error {
+// complete fills in the election after parsing; campaign says whether it
+// records Events (call flushEvents when done).
+func (f *electionFlags) complete(name, userAgent string, campaign bool, stderr io.Writer) error {
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	scaleDurations(&f.e, set)
@@ -167,7 +174,25 @@ func (f *electionFlags) complete(name, userAgent string, stderr io.Writer) error
 		return err
 	}
 	f.e.Leases, f.e.Namespace, f.e.Name = cs.CoordinationV1(), ns, name
+	if campaign {
+		f.events = lock.NewEventRecorder(cs.CoreV1(), userAgent, f.e.Logger)
+		f.e.Events = f.events
+	}
 	return nil
+}
+
+// eventsFlushTimeout bounds the wait for the last Events at exit: a
+// server that does not answer should not hold the exit up much.
+const eventsFlushTimeout = 2 * time.Second
+
+// flushEvents waits for the Events recorded to be written.
+func (f *electionFlags) flushEvents() {
+	if f.events == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), eventsFlushTimeout)
+	defer cancel()
+	f.events.Flush(ctx)
 }
 
 func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
@@ -193,9 +218,10 @@ func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return failed(err)
 	}
 	f.e.Identity = id
-	if err := f.complete(name, "leasehold-lock", stderr); err != nil {
+	if err := f.complete(name, "leasehold-lock", true, stderr); err != nil {
 		return failed(err)
 	}
+	defer f.flushEvents()
 
 	// Signals go to the command. main's context also ends on SIGINT and
 	// SIGTERM: lock.Run gets one that does not, so that the command gets
@@ -217,6 +243,8 @@ func lockCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		Timeout:   *timeout,
 		KillAfter: *killAfter,
 		Signals:   sigs,
+		// This binary, even if replaced on disk meanwhile.
+		Guard: []string{"/proc/self/exe", lock.GuardCommand},
 	})
 	if code == 0 && err == nil {
 		return nil
@@ -253,9 +281,10 @@ func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	if err := f.complete(positional[0], "leasehold-elect", stderr); err != nil {
+	if err := f.complete(positional[0], "leasehold-elect", !*observe, stderr); err != nil {
 		return err
 	}
+	defer f.flushEvents()
 	code, err := lock.Elect(ctx, lock.ElectConfig{Election: f.e, Observe: *observe, Out: stdout, JSON: *output == "json"})
 	if code == 0 && err == nil {
 		return nil

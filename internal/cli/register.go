@@ -104,6 +104,9 @@ func registerCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 	if err := r.register(ctx); err != nil {
+		if lock.Refused(err) {
+			return &ExitError{Code: lock.ExitRefused, Err: lock.RefusedError(err, "create, get, update and delete on leases.coordination.k8s.io", ns)}
+		}
 		return &ExitError{Code: lock.ExitUnreachable, Err: err}
 	}
 	code := r.hold(context.WithoutCancel(ctx), command, sigs)
@@ -204,6 +207,9 @@ func (r *registrar) register(ctx context.Context) error {
 			r.cur = out
 			r.log.Info("registered")
 			return nil
+		}
+		if lock.Refused(err) {
+			return err // registerCmd says what was refused
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("registering: %w", err)

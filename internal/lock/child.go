@@ -10,21 +10,24 @@ import (
 	"time"
 )
 
-// child is the command, running in a process group of its own whose id is
-// its pid.
+// child is the command, running in a process group of its own: the
+// guard's, or without a guard one whose id is the command's pid.
 type child struct {
 	cmd *exec.Cmd
+	// pgid is the process group; guard the guard's pid (0: none), which
+	// does not count as a process left in the group.
+	pgid, guard int
 	// done is closed when the command has exited and been waited for;
 	// then state is its exit state.
 	done  chan struct{}
 	state *os.ProcessState
 }
 
-// startChild starts cmd and waits for it in a goroutine locked to its OS
-// thread, for dieWithParent.
-func startChild(cmd *exec.Cmd) (*child, error) {
-	setProcAttr(cmd)
-	c := &child{cmd: cmd, done: make(chan struct{})}
+// startChild starts cmd in g's process group (its own if g is nil) and
+// waits for it in a goroutine locked to its OS thread, for dieWithParent.
+func startChild(cmd *exec.Cmd, g *guard) (*child, error) {
+	setProcAttr(cmd, g.pid())
+	c := &child{cmd: cmd, guard: g.pid(), done: make(chan struct{})}
 	started := make(chan error, 1) // one value, never blocks
 	go func() {
 		defer close(c.done)
@@ -33,6 +36,10 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
+		}
+		c.pgid = c.guard
+		if c.pgid == 0 {
+			c.pgid = cmd.Process.Pid
 		}
 		started <- nil
 		_ = cmd.Wait() // its error says what ProcessState says
@@ -46,7 +53,7 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 
 // signal sends sig to the command's process group.
 func (c *child) signal(sig os.Signal) error {
-	return signalGroup(c.cmd.Process.Pid, sig)
+	return signalGroup(c.pgid, sig)
 }
 
 // exitCode is the command's exit code; call it after done is closed.
@@ -57,14 +64,14 @@ func (c *child) exitCode() int { return exitCode(c.state) }
 // if processes remain a second after that (in uninterruptible sleep, or
 // zombies where they cannot be told apart: outside Linux).
 func (c *child) drain(killAt time.Time) bool {
-	pgid := c.cmd.Process.Pid
-	if !groupAlive(pgid) {
+	pgid := c.pgid
+	if !groupAlive(pgid, c.guard) {
 		return true
 	}
 	_ = signalGroup(pgid, syscall.SIGTERM)
 	killed := false
 	for {
-		if !groupAlive(pgid) {
+		if !groupAlive(pgid, c.guard) {
 			return true
 		}
 		now := time.Now()

@@ -25,12 +25,14 @@ import (
 // failed, 126 and 127 the command could not run, 128+N a signal.
 const (
 	// ExitUnreachable: the server could not be reached (connection, TLS,
-	// timeouts, 5xx) or refused the credentials (401, 403), before the
-	// lease was acquired.
+	// timeouts, 5xx) before the lease was acquired.
 	ExitUnreachable = 121
 	// ExitLost: the lease was lost while the command ran; the command was
 	// signalled.
 	ExitLost = 122
+	// ExitRefused: the server refused the credentials (401) or the
+	// permission (403) before the lease was acquired.
+	ExitRefused = 123
 	// ExitTimeout: --timeout passed before the lease was acquired.
 	ExitTimeout = 124
 	// ExitFailed: leasehold lock itself failed (flags, kubeconfig, the
@@ -49,6 +51,9 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
+// needsToCampaign are the permissions on leases a campaign needs.
+const needsToCampaign = "get, create and update on leases.coordination.k8s.io"
+
 // Election is what Run and Elect share: the lease and the timing of the
 // election.
 type Election struct {
@@ -65,6 +70,10 @@ type Election struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// Events, if not nil, records client-go's Events on the lease
+	// ("IDENTITY became leader", "IDENTITY stopped leading"), such as an
+	// EventRecorder.
+	Events resourcelock.EventRecorder
 	// Logger receives this package's log and client-go's, the latter two
 	// levels lower (client-go logs every failed attempt, which this package
 	// already reports).
@@ -108,7 +117,7 @@ func (e *Election) leaseLock() *resourcelock.LeaseLock {
 	return &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name},
 		Client:     e.Leases,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity, EventRecorder: e.Events},
 	}
 }
 
@@ -146,20 +155,42 @@ func (h lowered) Handle(ctx context.Context, r slog.Record) error {
 func (h lowered) WithAttrs(as []slog.Attr) slog.Handler { return lowered{h.Handler.WithAttrs(as)} }
 func (h lowered) WithGroup(g string) slog.Handler       { return lowered{h.Handler.WithGroup(g)} }
 
-// reach reads the lease until the server answers, for up to the renew
-// deadline, so that a server that cannot be reached is reported as such
-// rather than waited for. A missing lease is an answer. 401 and 403 are
-// final at once.
-func (e *Election) reach(ctx context.Context) error {
+// Refused reports whether err is the server refusing the credentials
+// (401) or the permission (403): answers that retrying does not change.
+func Refused(err error) bool {
+	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
+}
+
+// RefusedError says what the server refused, in its own words (a 403's
+// message names the user, the verb, the resource and the namespace), and
+// what the command needs: needs, such as "get, create and update on
+// leases", in namespace.
+func RefusedError(err error, needs, namespace string) error {
+	if apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("the server refused the credentials (401): %w", err)
+	}
+	return fmt.Errorf("the server refused permission (403): %w (this needs %s in namespace %q)", err, needs, namespace)
+}
+
+// reach reads the lease (with list, lists it) until the server answers,
+// for up to the renew deadline, so that a server that cannot be reached
+// is reported as such rather than waited for. A missing lease is an
+// answer. 401 and 403 are final at once: check with Refused.
+func (e *Election) reach(ctx context.Context, list bool) error {
 	ctx, cancel := context.WithTimeout(ctx, e.RenewDeadline)
 	defer cancel()
 	start := time.Now()
 	for {
-		_, err := e.Leases.Leases(e.Namespace).Get(ctx, e.Name, metav1.GetOptions{})
+		var err error
+		if list {
+			_, err = e.Leases.Leases(e.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + e.Name, Limit: 1})
+		} else {
+			_, err = e.Leases.Leases(e.Namespace).Get(ctx, e.Name, metav1.GetOptions{})
+		}
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 			return nil
-		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+		case Refused(err):
 			return err
 		}
 		e.Logger.Debug("the server does not answer yet", "err", err)

@@ -37,6 +37,17 @@
 // signals and timers. The elector runs in one goroutine owned by the
 // supervisor, which always waits for it (and so for the release) before
 // returning. The command is started and waited for in a goroutine of its
-// own that holds its OS thread (see child_linux.go). fencedLock's mutex
-// guards its state; it is never held during a request.
+// own that holds its OS thread (see child.go and dieWithParent). fencedLock's
+// mutex guards its state; it is never held during a request.
+//
+// # The command's process group
+//
+// On Linux, with Config.Guard, the command runs in the process group of a
+// guard: the leasehold binary run again as a small process that waits on a
+// pipe only Run holds open, and kills its whole group with SIGKILL when
+// the pipe ends, which the kernel does when Run's process dies, of
+// SIGKILL too (guard_linux.go). Descendants that leave the group (setsid,
+// setpgid) are not covered; a cgroup would be needed for those. Elsewhere
+// only the command's own signals are managed, and a killed leasehold lock
+// leaves its command running.
 package lock

@@ -49,7 +49,14 @@ func Elect(ctx context.Context, cfg ElectConfig) (int, error) {
 		return ExitFailed, err
 	}
 	cfg.Logger = cfg.Logger.With("lease", cfg.Lease())
-	if err := cfg.reach(ctx); err != nil {
+	if err := cfg.reach(ctx, cfg.Observe); err != nil {
+		if Refused(err) {
+			needs := needsToCampaign
+			if cfg.Observe {
+				needs = "list and watch on leases.coordination.k8s.io"
+			}
+			return ExitRefused, RefusedError(err, needs, cfg.Namespace)
+		}
 		return ExitUnreachable, fmt.Errorf("could not reach the server: %w", err)
 	}
 	p := &printer{cfg: &cfg}
@@ -94,6 +101,10 @@ func campaign(ctx context.Context, cfg *ElectConfig, p *printer) (int, error) {
 					<-done
 					return ExitFailed, err
 				}
+			case err := <-fl.fatal:
+				stop()
+				<-done
+				return fatalCode(err, cfg.Namespace)
 			case <-done:
 				break campaigning
 			}
@@ -101,15 +112,33 @@ func campaign(ctx context.Context, cfg *ElectConfig, p *printer) (int, error) {
 		stop()
 		st := fl.state()
 		if ctx.Err() != nil {
+			if st.acquired {
+				cfg.Logger.Info("stopped leading", "reason", fmt.Sprintf("interrupted: %v", context.Cause(ctx)))
+			}
 			// Released (or not, if that failed): say so.
 			return 0, p.print(st.holder)
 		}
-		cfg.Logger.Warn("stopped leading; campaigning again", "reason", st.lostReason)
+		cfg.Logger.Warn("stopped leading; campaigning again", "reason", stoppedReason(st, cfg.RenewDeadline))
 		if err := p.print(""); err != nil {
 			return ExitFailed, err
 		}
 		high = st.high
 	}
+}
+
+// stoppedReason says why a campaign's elector stopped leading: what
+// fencedLock saw (another holder, no lease), or else client-go's reason:
+// no renewal succeeded for the renew deadline (the server down or
+// unreachable, or refusing), with the last error.
+func stoppedReason(st state, renewDeadline time.Duration) string {
+	if st.lostReason != "" {
+		return st.lostReason
+	}
+	reason := fmt.Sprintf("no renewal succeeded for the renew deadline (%v)", renewDeadline)
+	if st.lastErr != nil {
+		reason += "; last error: " + st.lastErr.Error()
+	}
+	return reason
 }
 
 func observe(ctx context.Context, cfg *ElectConfig, p *printer) (int, error) {

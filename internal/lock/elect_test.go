@@ -5,6 +5,7 @@ package lock_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -115,4 +116,28 @@ func TestElect(t *testing.T) {
 	if code, _ := observer.Wait(t, 30*time.Second); code != 0 {
 		t.Errorf("the observer exited with %d", code)
 	}
+}
+
+// TestElectStopReason: when the server goes away under a leader, elect
+// says why it stopped leading: no renewal for the renew deadline, and the
+// last error.
+func TestElectStopReason(t *testing.T) {
+	e := newEnv(t)
+	a := e.elect("--identity", "a")
+	locktest.WaitFor(t, 30*time.Second, "a to lead", func() bool { return slices.Equal(a.Stdout.Lines(), []string{"a"}) })
+	e.srv.Stop()
+	var line string
+	locktest.WaitFor(t, 30*time.Second, "a to stop leading", func() bool {
+		for _, l := range strings.Split(a.Stderr.String(), "\n") {
+			if strings.Contains(l, "stopped leading") {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(line, `reason="no renewal succeeded for the renew deadline (2s); last error: `) {
+		t.Errorf("a logged %s", line)
+	}
+	t.Log(line)
 }

@@ -58,6 +58,9 @@ type fencedLock struct {
 	// is then refused.
 	mayRelease bool
 	lostReason string
+	// lastErr is the last request's error, nil after a success: why a
+	// campaign whose renewals failed lost the lease.
+	lastErr error
 }
 
 func newFencedLock(inner *resourcelock.LeaseLock, log *slog.Logger, high int, changed chan struct{}) *fencedLock {
@@ -74,9 +77,9 @@ func newFencedLock(inner *resourcelock.LeaseLock, log *slog.Logger, high int, ch
 
 var _ resourcelock.Interface = (*fencedLock)(nil)
 
-func (l *fencedLock) Identity() string   { return l.inner.Identity() }
-func (l *fencedLock) Describe() string   { return l.inner.Describe() }
-func (l *fencedLock) RecordEvent(string) {}
+func (l *fencedLock) Identity() string     { return l.inner.Identity() }
+func (l *fencedLock) Describe() string     { return l.inner.Describe() }
+func (l *fencedLock) RecordEvent(s string) { l.inner.RecordEvent(s) }
 
 // Get reads the lease. A record naming another holder, or no lease, while
 // this process leads means the lease was lost.
@@ -91,6 +94,9 @@ func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 		}
 		l.setHolderLocked("")
 	case err != nil:
+		if Refused(err) && !l.leading {
+			l.fatalLocked(err)
+		}
 		l.failedLocked("get", err)
 	default:
 		l.high = max(l.high, rec.LeaderTransitions)
@@ -118,11 +124,8 @@ func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElection
 	if err != nil {
 		// The namespace does not exist, or the server refuses the
 		// lease: retrying does not help.
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) {
-			select {
-			case l.fatal <- err:
-			default:
-			}
+		if apierrors.IsNotFound(err) || Refused(err) || apierrors.IsInvalid(err) {
+			l.fatalLocked(err)
 		}
 		l.failedLocked("create", err)
 		return err
@@ -141,6 +144,11 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
+		// Refused while waiting: it will be refused again. (A refused
+		// renewal loses the lease at the renew deadline.)
+		if Refused(err) && !l.leading {
+			l.fatalLocked(err)
+		}
 		l.failedLocked("update", err)
 		return err
 	}
@@ -189,6 +197,7 @@ func (l *fencedLock) prepare(ler *resourcelock.LeaderElectionRecord) (time.Time,
 
 // wroteLocked records a successful write sent at sent.
 func (l *fencedLock) wroteLocked(ler resourcelock.LeaderElectionRecord, sent time.Time) {
+	l.lastErr = nil
 	l.high = max(l.high, ler.LeaderTransitions)
 	l.setHolderLocked(ler.HolderIdentity)
 	if ler.HolderIdentity != l.Identity() {
@@ -210,10 +219,24 @@ func (l *fencedLock) wroteLocked(ler resourcelock.LeaderElectionRecord, sent tim
 	l.leaseSeconds = ler.LeaseDurationSeconds
 }
 
+// fatalLocked reports err on fatal, unless an error is pending there.
+func (l *fencedLock) fatalLocked(err error) {
+	select {
+	case l.fatal <- err:
+	default:
+	}
+}
+
 func (l *fencedLock) failedLocked(op string, err error) {
+	l.lastErr = fmt.Errorf("%s: %w", op, err)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, context.Canceled) {
 		// Another candidate wrote first: the normal race.
 		l.log.Debug("lease request failed", "op", op, "err", err)
+		return
+	}
+	if Refused(err) && !l.leading {
+		// Reported on fatal, and so by the caller.
+		l.log.Debug("lease request refused", "op", op, "err", err)
 		return
 	}
 	l.log.Warn("lease request failed", "op", op, "err", err)
@@ -263,6 +286,7 @@ type state struct {
 	// Zero before the first acquisition.
 	expires    time.Time
 	lostReason string
+	lastErr    error
 }
 
 func (l *fencedLock) state() state {
@@ -275,6 +299,7 @@ func (l *fencedLock) state() state {
 		token:      l.token,
 		high:       l.high,
 		lostReason: l.lostReason,
+		lastErr:    l.lastErr,
 	}
 	if l.acquired {
 		s.expires = l.since.Add(time.Duration(l.leaseSeconds) * time.Second)

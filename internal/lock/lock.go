@@ -54,7 +54,17 @@ type Config struct {
 	// group; one received while waiting for the lease ends the wait (exit
 	// code 128+N). May be nil.
 	Signals <-chan os.Signal
+	// Guard, on Linux, is the command line of a program that calls
+	// RunGuard, such as {"/proc/self/exe", GuardCommand} for a program
+	// that dispatches GuardCommand to it. It leads the command's process
+	// group and kills it if this process dies. Nil: no guard, and a
+	// process killed with SIGKILL leaves all but the command itself
+	// running.
+	Guard []string
 }
+
+// GuardCommand is the argument the leasehold binary runs RunGuard for.
+const GuardCommand = "lock-guard"
 
 // Run waits for the lease, runs the command while holding it, and releases
 // it when the command's process group is gone. It returns the exit code
@@ -96,6 +106,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 			"lease-duration", cfg.LeaseDuration, "renew-deadline", cfg.RenewDeadline, "retry-period", cfg.RetryPeriod)
 	}
 	s := &supervisor{cfg: cfg, path: path, log: cfg.Logger}
+	// Started before the wait, so that it costs no time once the lease is
+	// acquired; released after the command's group is drained.
+	g, err := startGuard(cfg.Guard)
+	if err != nil {
+		return ExitFailed, fmt.Errorf("starting the guard of the command's process group: %w", err)
+	}
+	defer g.release()
+	s.guard = g
 	if cfg.Timeout > 0 {
 		s.deadline = time.Now().Add(cfg.Timeout)
 	}
@@ -119,6 +137,8 @@ type supervisor struct {
 	log  *slog.Logger
 	// deadline ends the wait for the lease (zero: none).
 	deadline time.Time
+	// guard leads the command's process group; nil: none.
+	guard *guard
 }
 
 // reach checks that the server answers (Election.reach) before the wait,
@@ -131,9 +151,12 @@ func (s *supervisor) reach(ctx context.Context) (int, error) {
 		defer cancel()
 	}
 	done := make(chan error, 1) // one value, never blocks
-	go func() { done <- s.cfg.reach(ctx) }()
+	go func() { done <- s.cfg.reach(ctx, false) }()
 	select {
 	case err := <-done:
+		if Refused(err) {
+			return ExitRefused, RefusedError(err, needsToCampaign, s.cfg.Namespace)
+		}
 		if err != nil {
 			return ExitUnreachable, fmt.Errorf("could not reach the server: %w", err)
 		}
@@ -218,7 +241,7 @@ func (s *supervisor) wait(ctx context.Context, fl *fencedLock, acquired <-chan s
 	case <-acquired:
 		return 0, nil
 	case err := <-fl.fatal:
-		return ExitFailed, fmt.Errorf("cannot acquire the lease: %w", err)
+		return fatalCode(err, s.cfg.Namespace)
 	case <-timeout:
 		return ExitTimeout, fmt.Errorf("timed out after %v waiting for lease %s (held by %q)", s.cfg.Timeout, s.cfg.Lease(), fl.state().holder)
 	case sig := <-s.cfg.Signals:
@@ -242,7 +265,7 @@ func (s *supervisor) start(token int) (*child, error) {
 		EnvIdentity+"="+s.cfg.Identity,
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.cfg.Stdin, s.cfg.Stdout, s.cfg.Stderr
-	c, err := startChild(cmd)
+	c, err := startChild(cmd, s.guard)
 	if err != nil {
 		return nil, err
 	}
@@ -344,6 +367,14 @@ func (s *supervisor) supervise(ctx context.Context, fl *fencedLock, c *child, el
 			stop()
 		}
 	}
+}
+
+// fatalCode is the exit code and error for err from fencedLock.fatal.
+func fatalCode(err error, namespace string) (int, error) {
+	if Refused(err) {
+		return ExitRefused, fmt.Errorf("cannot acquire the lease: %w", RefusedError(err, needsToCampaign, namespace))
+	}
+	return ExitFailed, fmt.Errorf("cannot acquire the lease: %w", err)
 }
 
 // signalCode is the exit code of a process killed by sig: 128+N.

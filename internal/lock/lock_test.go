@@ -213,6 +213,37 @@ func TestLockKillAfter(t *testing.T) {
 	}
 }
 
+// TestLockKilledTree kills leasehold lock with SIGKILL while its command
+// runs with a grandchild in its process group (a script's `sleep 60 &`),
+// which shares the command's flock, and a second leasehold lock waits: the
+// grandchild must be gone well within the lease duration, and so before
+// the waiter's command runs (which fails, exit 99, if the flock is still
+// held).
+func TestLockKilledTree(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	holder := e.lock("tree", nil, "tree", dir)
+	st := locktest.WaitStarted(t, dir, 30*time.Second)
+	pgid, err := syscall.Getpgid(st.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := e.lock("tree", nil, "exclusive", dir, "0s")
+	locktest.WaitFor(t, 30*time.Second, "the second lock to wait", func() bool {
+		return strings.Contains(waiter.Stderr.String(), "waiting for the lease")
+	})
+	killed := time.Now()
+	holder.Signal(t, syscall.SIGKILL)
+	const bound = time.Second // a quarter of the lease duration
+	for _, pid := range []int{st.Grandchild, st.Pid, pgid} {
+		locktest.WaitFor(t, bound, fmt.Sprintf("process %d to be gone", pid), func() bool { return locktest.Gone(pid) })
+	}
+	t.Logf("the command's process group (leader %d) was gone %v after leasehold lock was killed", pgid, time.Since(killed).Round(time.Millisecond))
+	if code, _ := waiter.Wait(t, 30*time.Second); code != 0 {
+		t.Errorf("the waiter's command exited with %d (99: the grandchild still held the flock)", code)
+	}
+}
+
 // TestLockOutlivesNoLease stops the server under a command that ignores
 // SIGTERM, with a --kill-after longer than the lease: renewing fails, and
 // the command's process group is killed before the lease could expire,

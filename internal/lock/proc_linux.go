@@ -11,14 +11,16 @@ import (
 // started it ends (PR_SET_PDEATHSIG), so that a leasehold lock killed with
 // SIGKILL takes its command with it. The command is started and waited for
 // from a goroutine locked to its thread (child.go), which ends only after
-// the command did. Only the command itself is killed, not the processes it
-// started.
+// the command did. It kills only the command itself, not the processes it
+// started: the guard (guard_linux.go) kills the rest of its group. Kept as
+// well, for a guard that someone else killed.
 func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
 
-// groupAlive reports whether a process other than a zombie is left in the
-// group pgid. Zombies do not count: orphans are reaped by init (or a
-// subreaper), which some container inits do only every few seconds.
-func groupAlive(pgid int) bool {
+// groupAlive reports whether a process other than a zombie, and other
+// than except (the guard), is left in the group pgid. Zombies do not
+// count: orphans are reaped by init (or a subreaper), which some container
+// inits do only every few seconds.
+func groupAlive(pgid, except int) bool {
 	if !groupExists(pgid) {
 		return false
 	}
@@ -27,7 +29,7 @@ func groupAlive(pgid int) bool {
 		return true
 	}
 	for _, e := range dir {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		if pid, err := strconv.Atoi(e.Name()); err != nil || pid == except {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")

@@ -10,7 +10,7 @@ import (
 // Outside unix there are no process groups: signals go to the command
 // alone, and a terminating signal kills it.
 
-func setProcAttr(*exec.Cmd) {}
+func setProcAttr(*exec.Cmd, int) {}
 
 func signalGroup(pid int, sig os.Signal) error {
 	p, err := os.FindProcess(pid)
@@ -23,6 +23,6 @@ func signalGroup(pid int, sig os.Signal) error {
 	return p.Signal(sig)
 }
 
-func groupAlive(int) bool { return false }
+func groupAlive(int, int) bool { return false }
 
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }

@@ -9,10 +9,11 @@ import (
 	"syscall"
 )
 
-// setProcAttr starts the command in a process group of its own, so that
-// signals reach everything it starts (a shell script's children too).
-func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+// setProcAttr starts the command in the process group pgid (0: a group of
+// its own), so that signals reach everything it starts (a shell script's
+// children too).
+func setProcAttr(cmd *exec.Cmd, pgid int) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	dieWithParent(cmd.SysProcAttr)
 }
 

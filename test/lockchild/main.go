@@ -17,6 +17,10 @@
 //	hold DIR            take the flock on DIR/excl as exclusive does (exit
 //	                    99 if taken), write DIR/started, ignore SIGTERM and
 //	                    wait forever
+//	tree DIR            take the flock on DIR/excl as hold does, start a
+//	                    grandchild in its process group that shares the
+//	                    flock (as `sleep 60 &` in a script shares its
+//	                    files), write DIR/started and wait forever
 //
 // DIR/started holds the token, the identity, the lease and the pids of
 // the process and its grandchild (0 if none), one a line. Files are
@@ -64,6 +68,8 @@ func main() {
 		lockExclusive(args[0])
 		started(args[0], 0)
 		forever()
+	case "tree":
+		tree(args[0])
 	case "sleep":
 		forever()
 	default:
@@ -91,9 +97,9 @@ func exclusive(dir, hold, mark string) {
 }
 
 // lockExclusive takes the flock on DIR/excl, or exits 99 if another
-// process holds it. The kernel drops the flock when this process dies,
-// however it dies.
-func lockExclusive(dir string) {
+// process holds it. The kernel drops the flock when the last process
+// holding the returned file dies, however it dies.
+func lockExclusive(dir string) *os.File {
 	f, err := os.OpenFile(filepath.Join(dir, "excl"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		fail(err.Error())
@@ -103,6 +109,7 @@ func lockExclusive(dir string) {
 		os.Exit(99)
 	}
 	// f stays open, and the flock held, until the process ends.
+	return f
 }
 
 func wait(dir string) {
@@ -120,6 +127,17 @@ func wait(dir string) {
 func stubborn(dir string) {
 	signal.Ignore(syscall.SIGTERM)
 	grandchild := exec.Command(os.Args[0], "sleep")
+	if err := grandchild.Start(); err != nil {
+		fail(err.Error())
+	}
+	started(dir, grandchild.Process.Pid)
+	forever()
+}
+
+func tree(dir string) {
+	f := lockExclusive(dir)
+	grandchild := exec.Command(os.Args[0], "sleep")
+	grandchild.ExtraFiles = []*os.File{f} // holds the flock while it lives
 	if err := grandchild.Start(); err != nil {
 		fail(err.Error())
 	}
