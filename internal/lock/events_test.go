@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/leasehold/leasehold/internal/lock/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
 )
 
 // leaseEvents are the Events on the lease name, found as `kubectl describe

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/lock"
-	"github.com/leasehold/leasehold/internal/lock/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
 )
 
 // TestRefused: a server that refuses the permission (403) or the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/lock/locktest"
+	"github.com/leasehold/leasehold/internal/testkit/locktest"
 )
 
 // MeasureTakeoverEnv names the environment variable that turns on
