@@ -141,6 +141,8 @@ type serveFlags struct {
 	logLevel    string
 	configFile  string
 	etcdServers *string
+	// disabledAdmission is --disable-admission-plugins, comma-separated.
+	disabledAdmission string
 	// minRequestTimeout is in seconds, as kube-apiserver's flag.
 	minRequestTimeout int
 }
@@ -162,6 +164,9 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.HTTP2Server, "http2-server", transport.HTTP2Leasehold,
 		"the HTTP/2 server: leasehold (its own, cheaper for small requests) or go (net/http's, kube-apiserver's): the way back the day an attack on leasehold's is published")
+	fs.StringVar(&s.disabledAdmission, "disable-admission-plugins", "",
+		"admission plugins to turn off, comma-separated, as kube-apiserver's flag: only "+server.OwnerReferencesPermissionEnforcement+
+			" (on here, off by default in kube-apiserver: a reference that blocks its owner's deletion needs update on the owner's finalizers)")
 	s.etcdServers = storageFlags(fs, cfg)
 	securityFlags(fs, cfg)
 	return s
@@ -189,6 +194,15 @@ func parseServe(args []string, stderr io.Writer) (server.Config, slog.Level, err
 	s.cfg.MinRequestTimeout = time.Duration(s.minRequestTimeout) * time.Second
 	if h := s.cfg.HTTP2Server; h != transport.HTTP2Leasehold && h != transport.HTTP2Go {
 		return s.cfg, level, fmt.Errorf("--http2-server %q: want %s or %s", h, transport.HTTP2Leasehold, transport.HTTP2Go)
+	}
+	for _, p := range strings.Split(s.disabledAdmission, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "":
+		case server.OwnerReferencesPermissionEnforcement:
+			s.cfg.DisabledAdmissionPlugins = append(s.cfg.DisabledAdmissionPlugins, p)
+		default:
+			return s.cfg, level, fmt.Errorf("--disable-admission-plugins: %q is not an admission plugin leasehold can turn off (only %s)", p, server.OwnerReferencesPermissionEnforcement)
+		}
 	}
 	if s.cfg.EventTTL < 0 {
 		return s.cfg, level, errors.New("--event-ttl must not be negative")

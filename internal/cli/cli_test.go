@@ -100,4 +100,8 @@ func TestCommands(t *testing.T) {
 	if err := Run(t.Context(), []string{"serve", "--log-level", "loud"}, io.Discard, io.Discard); err == nil {
 		t.Error("bad --log-level accepted")
 	}
+	if err := Run(t.Context(), []string{"serve", "--disable-admission-plugins", "NamespaceLifecycle"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "only OwnerReferencesPermissionEnforcement") {
+		t.Errorf("--disable-admission-plugins NamespaceLifecycle: %v", err)
+	}
 }

@@ -57,6 +57,7 @@ var everyKey = map[string]string{
 	"max-watches-per-user":           "7",
 	"min-request-timeout":            "60",
 	"http2-server":                   "go",
+	"disable-admission-plugins":      "OwnerReferencesPermissionEnforcement",
 }
 
 // embeddedKeys are the keys of the embedded engine only, which --storage

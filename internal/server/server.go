@@ -169,6 +169,9 @@ type Config struct {
 	// Kinds are the kinds served; nil means builtin.Kinds. Tests add kinds
 	// of their own.
 	Kinds []*resources.Kind
+	// DisabledAdmissionPlugins names the admission plugins turned off:
+	// only OwnerReferencesPermissionEnforcement can be.
+	DisabledAdmissionPlugins []string
 	// Standalone says no other replica shares the etcd prefix, so
 	// singleton controllers run without being elected with a Lease. The
 	// embedded engine is always standalone.
@@ -289,7 +292,7 @@ func New(cfg Config) (*Server, error) {
 	s.probe = &storageProbe{store: store, log: cfg.Logger}
 
 	if s.reg, err = newRegistry(cfg, store, prefix, kinds,
-		escalationStep(authz, rbacObjects), admission.OwnerReferences{Authorizer: authz, Kinds: kinds}); err != nil {
+		admissionSteps(cfg, authz, rbacObjects, kinds)...); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -374,6 +377,19 @@ func (s *Server) controllerList() []controllers.Controller {
 		cs = append(cs, s.leaseExpiry.Controller())
 	}
 	return cs
+}
+
+// OwnerReferencesPermissionEnforcement is the admission plugin
+// --disable-admission-plugins can turn off, by kube-apiserver's name.
+const OwnerReferencesPermissionEnforcement = "OwnerReferencesPermissionEnforcement"
+
+// admissionSteps are the steps after NamespaceLifecycle.
+func admissionSteps(cfg Config, authz *auth.Authorizer, src *rbacSource, kinds []*resources.Kind) []admission.Step {
+	steps := []admission.Step{escalationStep(authz, src)}
+	if !slices.Contains(cfg.DisabledAdmissionPlugins, OwnerReferencesPermissionEnforcement) {
+		steps = append(steps, admission.OwnerReferences{Authorizer: authz, Kinds: kinds})
+	}
+	return steps
 }
 
 // newRegistry builds the registry of kinds, which builds their codecs and

@@ -84,6 +84,12 @@ rules:
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [get, list, watch]
+# SetControllerReference makes the reference block the owner's deletion,
+# which OwnerReferencesPermissionEnforcement allows with this (kubebuilder
+# scaffolds it for every controller).
+- apiGroups: [coordination.k8s.io]
+  resources: [leases/finalizers]
+  verbs: [update]
 - apiGroups: [""]
   resources: [endpoints]
   verbs: [get, list, watch, create, update, delete]

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/util/retry"
 
+	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
@@ -74,12 +76,26 @@ func (e *gcEnv) delete(name string, opts metav1.DeleteOptions) {
 	}
 }
 
-// release removes a Lease's finalizers.
+// release removes a Lease's finalizers; the collector may write it
+// meanwhile (marking it deleted), so a conflict is tried again.
 func (e *gcEnv) release(name string) {
 	e.t.Helper()
-	l := e.get(name)
-	l.Finalizers = nil
-	must[*coordinationv1.Lease](e.t)(e.leases.Update(e.ctx, l, metav1.UpdateOptions{}))
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l := e.get(name)
+		l.Finalizers = nil
+		_, err := e.leases.Update(e.ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("release %s: %v", name, err)
+	}
+}
+
+// in returns e for the subtest t.
+func (e *gcEnv) in(t *testing.T) *gcEnv {
+	c := *e
+	c.t = t
+	return &c
 }
 
 func owners(l *coordinationv1.Lease) []types.UID {
@@ -106,6 +122,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	background, foreground, orphan := metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan
 
 	t.Run("background", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("bg-owner", nil)
 		e.lease("bg-a", nil, ref(o, true))
 		e.lease("bg-b", nil, ref(o, false))
@@ -117,6 +134,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("default is background", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("def-owner", nil)
 		e.lease("def-a", nil, ref(o, true))
 		e.delete("def-owner", metav1.DeleteOptions{})
@@ -127,6 +145,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("foreground", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("fg-owner", nil)
 		e.lease("fg-held", []string{hold}, ref(o, true))
 		e.lease("fg-loose", nil, ref(o, false))
@@ -146,6 +165,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("foreground without blocking dependents", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("fgnb-owner", nil)
 		e.lease("fgnb-loose", []string{hold}, ref(o, false))
 		e.delete("fgnb-owner", metav1.DeleteOptions{PropagationPolicy: &foreground})
@@ -156,6 +176,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("orphan", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("or-owner", nil)
 		other := e.lease("or-other", nil)
 		e.lease("or-a", nil, ref(o, true))
@@ -171,6 +192,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("orphanDependents", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("od-owner", nil)
 		e.lease("od-a", nil, ref(o, true))
 		e.delete("od-owner", metav1.DeleteOptions{OrphanDependents: ptr(true)})
@@ -185,6 +207,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("orphan finalizer set by its creator", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("of-owner", []string{metav1.FinalizerOrphanDependents})
 		e.lease("of-a", nil, ref(o, true))
 		e.delete("of-owner", metav1.DeleteOptions{})
@@ -195,6 +218,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("a second delete switches foreground to orphan", func(t *testing.T) {
+		e := e.in(t)
 		o := e.lease("sw-owner", nil)
 		e.lease("sw-held", []string{hold}, ref(o, true))
 		e.delete("sw-owner", metav1.DeleteOptions{PropagationPolicy: &foreground})
@@ -209,6 +233,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("foreground chain", func(t *testing.T) {
+		e := e.in(t)
 		a := e.lease("ch-a", nil)
 		b := e.lease("ch-b", nil, ref(a, true))
 		e.lease("ch-c", []string{hold}, ref(b, true))
@@ -225,6 +250,7 @@ func TestGarbageCollectorPolicies(t *testing.T) {
 	})
 
 	t.Run("deletecollection", func(t *testing.T) {
+		e := e.in(t)
 		for _, n := range []string{"dc-1", "dc-2"} {
 			o := must[*coordinationv1.Lease](t)(e.leases.Create(e.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"gc": "dc"}}}, metav1.CreateOptions{}))
 			e.lease(n+"-dep", []string{hold}, ref(o, true))
@@ -399,6 +425,32 @@ func TestBlockOwnerDeletionPermission(t *testing.T) {
 	plain = must[*coordinationv1.Lease](t)(leases.Get(ctx, "plain", metav1.GetOptions{}))
 	plain.OwnerReferences = []metav1.OwnerReference{ref(owner, true)}
 	must[*coordinationv1.Lease](t)(leases.Update(ctx, plain, metav1.UpdateOptions{}))
+}
+
+// TestBlockOwnerDeletionPermissionDisabled: with
+// --disable-admission-plugins=OwnerReferencesPermissionEnforcement, as
+// kube-apiserver by default, creating a blocking reference needs only
+// create.
+func TestBlockOwnerDeletionPermissionDisabled(t *testing.T) {
+	t.Parallel()
+	s := startWithUsers(t, "", func(c *server.Config) {
+		c.DisabledAdmissionPlugins = []string{server.OwnerReferencesPermissionEnforcement}
+	})
+	ctx := t.Context()
+	admin := s.Client(t)
+	owner := newGCEnv(t, admin, "gc-perm-off").lease("owner", nil)
+	must[*rbacv1.Role](t)(admin.RbacV1().Roles("gc-perm-off").Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create"}}},
+	}, metav1.CreateOptions{}))
+	must[*rbacv1.RoleBinding](t)(admin.RbacV1().RoleBindings("gc-perm-off").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "writer"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}},
+	}, metav1.CreateOptions{}))
+	leases := secClient(t, s.tokenConfig("alice-token")).CoordinationV1().Leases("gc-perm-off")
+	waitFor(t, func() bool { _, err := leases.Get(ctx, "owner", metav1.GetOptions{}); return err == nil })
+	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "blocking", OwnerReferences: []metav1.OwnerReference{ref(owner, true)}}}, metav1.CreateOptions{}))
 }
 
 // must2 drops an answer, keeping its error.
