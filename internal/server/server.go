@@ -190,6 +190,10 @@ const (
 	StorageEtcd     = "etcd"
 )
 
+// EmbeddedDir is the directory of the embedded store inside the data
+// directory.
+const EmbeddedDir = "data"
+
 // DefaultEtcdCompactInterval is kube-apiserver's default
 // --etcd-compaction-interval.
 const DefaultEtcdCompactInterval = etcd.DefaultCompactInterval
@@ -445,7 +449,7 @@ func openStore(cfg Config, m *metrics, kinds []*resources.Kind) (storage.Interfa
 	switch cfg.Storage {
 	case "", StorageEmbedded:
 		m.registry.MustRegister(m.commitSync, m.commitWrites, m.commitFailure)
-		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{
+		store, err := embedded.Open(filepath.Join(cfg.DataDir, EmbeddedDir), embedded.Options{
 			Logger:         cfg.Logger,
 			QuotaBytes:     cfg.StorageQuotaBytes,
 			ReserveBytes:   cfg.StorageReserveBytes,
