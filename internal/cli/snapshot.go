@@ -58,6 +58,13 @@ Flags:
 // revisions than a server writes between a snapshot and its restore.
 const defaultBumpRevision = 1_000_000_000
 
+// snapshotCmd is leasehold snapshot. A running server holds its data
+// directory's lock and pebble admits one process, so save asks the server
+// itself: it takes a pebble snapshot (no pause of writes: the committer
+// never waits for it) and streams it through GET /snapshot, behind the
+// same authentication, authorization and audit as every request. Reading
+// the directory is for a stopped server only. Restore never touches a
+// live directory: it builds a new one beside it and renames it into place.
 func snapshotCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	fs.SetOutput(stderr)

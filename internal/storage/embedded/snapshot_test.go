@@ -218,3 +218,44 @@ func TestSnapshotUnderWrites(t *testing.T) {
 		t.Errorf("no write after the snapshot's revision %d: the test proves nothing", info.Revision)
 	}
 }
+
+// blockingWriter holds its first write until the store stops serving.
+type blockingWriter struct {
+	store   *embedded.Store
+	started chan struct{}
+	once    sync.Once
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		close(w.started)
+		<-w.store.Done()
+	})
+	return len(p), nil
+}
+
+// TestCloseStopsSnapshot: Close stops a running snapshot, with an error
+// wrapping storage.ErrUnavailable, instead of waiting for its end.
+func TestCloseStopsSnapshot(t *testing.T) {
+	s, err := embedded.Open(t.TempDir(), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := string(bytes.Repeat([]byte("v"), 300))
+	for i := range 3000 {
+		mustPut(t, s, fmt.Sprintf("/registry/leases/default/l%04d", i), value, 0)
+	}
+	w := &blockingWriter{store: s, started: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Snapshot(t.Context(), w)
+		done <- err
+	}()
+	<-w.started
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-done; !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("Snapshot after Close: %v, want ErrUnavailable", err)
+	}
+}
