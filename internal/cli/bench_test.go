@@ -28,6 +28,8 @@ func TestHelpIsNotAnError(t *testing.T) {
 		{"bench", "fanout", "-h"},
 		{"bench", "storm", "-h"},
 		{"bench", "-h"},
+		{"snapshot", "-h"},
+		{"snapshot", "save", "-h"},
 		{"-h"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

@@ -31,12 +31,16 @@ Usage:
   leasehold elect NAME             campaign for the Lease NAME; print its leader on every change
   leasehold register SERVICE ADDRESS:PORT [-- COMMAND]
                                    be an endpoint of SERVICE's EndpointSlices while it runs
+  leasehold snapshot save FILE     save the embedded store, online, consistent at one revision
+  leasehold snapshot restore FILE --data-dir DIR
+                                   create a data directory from a snapshot
   leasehold version                print the version
 
-Run "leasehold serve -h" (lock -h, elect -h, register -h, bench -h) for a
-command's flags; "leasehold serve --config FILE" takes serve's from a YAML
-file (key: the flag name without dashes). The manual is README.md and
-docs/ in the source (/usr/share/doc/leasehold with the Debian package).
+Run "leasehold serve -h" (lock -h, elect -h, register -h, snapshot -h,
+bench -h) for a command's flags; "leasehold serve --config FILE" takes
+serve's from a YAML file (key: the flag name without dashes). The manual
+is README.md and docs/ in the source (/usr/share/doc/leasehold with the
+Debian package).
 `
 
 // Run runs the command line args (without the program name).
@@ -58,6 +62,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return electCmd(ctx, args[1:], stdout, stderr)
 	case "register":
 		return registerCmd(ctx, args[1:], stderr)
+	case "snapshot":
+		return snapshotCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		v := buildinfo.KubeVersion()
 		commit := "commit unknown (built without VCS information)"

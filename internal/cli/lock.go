@@ -89,13 +89,19 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.namespace, "n", "", "short for --namespace")
 }
 
+// clientConfig finds the kubeconfig with client-go's loading rules, as
+// kubectl does.
+func (c *clientFlags) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
+}
+
 // client loads the REST config with client-go's loading rules, as kubectl
 // does, and returns a clientset whose requests time out after timeout,
 // and the namespace.
 func (c *clientFlags) client(userAgent string, timeout time.Duration) (kubernetes.Interface, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context})
+	cc := c.clientConfig()
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, "", err

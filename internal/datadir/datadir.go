@@ -8,6 +8,7 @@ package datadir
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,29 @@ func Acquire(dir string) (*Lock, error) {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &Lock{f: f}, nil
+}
+
+// Busy returns an error naming the process that holds dir's lock, or nil
+// when no leasehold runs on dir (or dir does not exist). Unlike Acquire,
+// it creates and writes nothing: restore asks it before refusing a
+// directory that must stay as it is.
+func Busy(dir string) error {
+	f, err := os.Open(filepath.Join(dir, lockName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close() // releases the shared lock below
+	// Shared: it conflicts with a server's exclusive lock only.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s is in use by another leasehold%s", dir, holder(f))
+		}
+		return fmt.Errorf("checking the lock of %s: %w", dir, err)
+	}
+	return nil
 }
 
 // holder describes the process named in a held lock file, "" when unknown.

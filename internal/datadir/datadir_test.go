@@ -40,3 +40,33 @@ func TestAcquire(t *testing.T) {
 		t.Errorf("lock file holds %q, want the pid", b)
 	}
 }
+
+func TestBusy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := Busy(dir); err != nil {
+		t.Fatalf("Busy on a missing directory: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("Busy created %s", dir)
+	}
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s is in use by another leasehold (pid %d)", dir, os.Getpid())
+	if err := Busy(dir); err == nil || err.Error() != want {
+		t.Fatalf("Busy on a held directory: %v, want %q", err, want)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Busy(dir); err != nil {
+		t.Fatalf("Busy after Release: %v", err)
+	}
+	// Busy's shared lock is gone with it: a server can take the directory.
+	l, err = Acquire(dir)
+	if err != nil {
+		t.Fatalf("Acquire after Busy: %v", err)
+	}
+	l.Release()
+}

@@ -26,9 +26,10 @@ type Authorizer interface {
 
 // longRunning reports whether a request may outlive the request timeout
 // and is exempt from it and from the in-flight limits: watches and
-// profiles, as kube-apiserver's BasicLongRunningRequestCheck decides.
+// profiles, as kube-apiserver's BasicLongRunningRequestCheck decides, and
+// snapshots, which take as long as the store is large.
 func longRunning(a auth.Attributes) bool {
-	return a.Verb == "watch" || !a.ResourceRequest && strings.HasPrefix(a.Path, "/debug/pprof/")
+	return a.Verb == "watch" || !a.ResourceRequest && (strings.HasPrefix(a.Path, "/debug/pprof/") || a.Path == SnapshotPath)
 }
 
 // mutating reports whether a request counts against the mutating

@@ -167,7 +167,7 @@ func cleanDryRun(u *url.URL) string {
 }
 
 // metricsRoots are the non-resource endpoints metricsPath names.
-var metricsRoots = []string{"/healthz", "/livez", "/readyz", "/version", "/metrics", "/openapi/v2", "/openapi/v3", "/debug/pprof", "/ui"}
+var metricsRoots = []string{"/healthz", "/livez", "/readyz", "/version", "/metrics", "/openapi/v2", "/openapi/v3", "/debug/pprof", "/ui", SnapshotPath}
 
 // metricsPath is the path a non-resource request is recorded with: the
 // endpoint it reaches, so that arbitrary paths make no new series.

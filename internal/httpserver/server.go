@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -76,6 +77,11 @@ type Config struct {
 	// and /metrics serves everything it gathers to users authorized to get
 	// that path. nil serves no /metrics.
 	Metrics *prometheus.Registry
+	// Snapshot, when set, serves SnapshotPath: it writes a snapshot of
+	// the store to w, or fails before it writes anything (the error is
+	// then answered as any other, a StatusError with its status). nil
+	// serves no snapshot.
+	Snapshot func(ctx context.Context, w io.Writer) error
 	// UI, when set, is served at /ui/ before authentication: it must serve
 	// only static files, which then call the API with credentials of
 	// their own.
@@ -209,6 +215,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, call *reques
 		// default), to authenticated clients only.
 		servePprof(w, req)
 		return nil
+	}
+	if req.URL.Path == SnapshotPath && s.cfg.Snapshot != nil {
+		return s.serveSnapshot(w, req)
 	}
 	if req.URL.Path == "/metrics" && s.metricsHandler != nil {
 		s.metricsHandler.ServeHTTP(w, req)

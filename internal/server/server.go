@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/admission"
@@ -187,6 +189,10 @@ const (
 	StorageEtcd     = "etcd"
 )
 
+// EmbeddedDir is the directory of the embedded store inside the data
+// directory.
+const EmbeddedDir = "data"
+
 // DefaultEtcdCompactInterval is kube-apiserver's default
 // --etcd-compaction-interval.
 const DefaultEtcdCompactInterval = etcd.DefaultCompactInterval
@@ -332,6 +338,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:                      cfg.Logger,
 		WatchWriteTimeout:           cfg.WatchWriteTimeout,
 		Metrics:                     m.registry,
+		Snapshot:                    s.snapshot,
 		UI:                          webui.Handler(),
 	})
 	s.http, err = transport.New(transport.Config{
@@ -352,6 +359,28 @@ func New(cfg Config) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// EtcdSnapshotMessage is the answer to a snapshot request when the data
+// is in etcd: etcd owns it, and its own tools save and restore it
+// consistently (the keys under --etcd-prefix are only part of a member's
+// database).
+const EtcdSnapshotMessage = "this leasehold keeps its data in etcd (--storage=etcd), which owns it: " +
+	"save a snapshot with etcdctl snapshot save FILE (against one member) and restore it with etcdutl snapshot restore"
+
+// snapshot writes a snapshot of the embedded store to w.
+func (s *Server) snapshot(ctx context.Context, w io.Writer) error {
+	store, ok := s.store.(*embedded.Store)
+	if !ok {
+		return apierrors.NewBadRequest(EtcdSnapshotMessage)
+	}
+	start := time.Now()
+	info, err := store.Snapshot(ctx, w)
+	if err != nil {
+		return err
+	}
+	s.log.Info("snapshot sent", "revision", info.Revision, "keys", info.Keys, "bytes", info.Bytes, "duration", time.Since(start))
+	return nil
 }
 
 // controllerList is every controller the server runs beside the
@@ -423,7 +452,7 @@ func openStore(cfg Config, m *metrics, kinds []*resources.Kind) (storage.Interfa
 	switch cfg.Storage {
 	case "", StorageEmbedded:
 		m.registry.MustRegister(m.commitSync, m.commitWrites, m.commitFailure)
-		store, err := embedded.Open(filepath.Join(cfg.DataDir, "data"), embedded.Options{
+		store, err := embedded.Open(filepath.Join(cfg.DataDir, EmbeddedDir), embedded.Options{
 			Logger:         cfg.Logger,
 			QuotaBytes:     cfg.StorageQuotaBytes,
 			ReserveBytes:   cfg.StorageReserveBytes,

@@ -120,6 +120,20 @@
 // again. The ring starts empty at Open. Store.Watch documents when progress
 // notes are sent.
 //
+// # Snapshots
+//
+// Store.Snapshot streams a copy of every pebble key at one revision from a
+// pebble snapshot, taken under the read lock like any read: the committer
+// never waits for it, and writes go on while it streams. Restore builds a
+// new store from such a stream. The file is a logical dump with a format
+// version and a SHA-256 over all of it (snapshot.go): one stream that
+// fits an HTTP answer, compact, readable by later pebble versions, and
+// checked end to end; pebble's checkpoints are directories of files in
+// its own on-disk format. A restored store keeps every key's revisions
+// (the objects' resourceVersions); its revision may be bumped so that no
+// client's resourceVersion from the old store can resume a watch on the
+// new one (see Restore).
+//
 // # Ownership
 //
 // Values passed to Put are copied. Values returned by Put, Delete and
@@ -131,7 +145,8 @@
 //
 // Goroutines: the committer (from Open until Close has drained the queue),
 // the reaper (until Close) and one per watch (until its ctx, the store, or
-// compaction ends it). Close waits for all of them. Locks, in order: Store.mu (read side held by
+// compaction ends it). Close waits for all of them, and for running
+// snapshots, which it stops. Locks, in order: Store.mu (read side held by
 // every operation while it uses pebble or enqueues; write side by Close),
 // then history.mu.
 package embedded

@@ -225,6 +225,10 @@ type Store struct {
 	// background counts the reaper goroutine (store_expire.go); Close
 	// waits for it.
 	background sync.WaitGroup
+	// snapshots counts running Snapshot calls, each holding a pebble
+	// snapshot that must be released before pebble closes; Close waits
+	// for them once its cancel has told them to stop.
+	snapshots sync.WaitGroup
 	// expiry is what the committer tells the reaper.
 	expiry expiry
 
@@ -435,6 +439,7 @@ func (s *Store) Close() error {
 		s.cancel(errClosed)
 		s.watchers.Wait()
 		s.background.Wait()
+		s.snapshots.Wait()
 		s.closeErr = s.closeDB()
 		s.log.Info("closed", "revision", s.committed.Load())
 	})
