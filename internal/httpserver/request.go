@@ -48,6 +48,9 @@ type request struct {
 	// routable is false for a path no route can have: an empty segment
 	// (a//b), or more than a resource, a name and a subresource.
 	routable bool
+	// leaseHistory is set for LeaseHistoryPath, authorized as a list of
+	// leases (leaseHistoryRequest).
+	leaseHistory bool
 }
 
 // lowerMethod is strings.ToLower(method), without an allocation for the
@@ -86,6 +89,10 @@ func parseRequest(req *http.Request) *request {
 	}
 	if req.URL.RawQuery != "" {
 		call.query = req.URL.Query() // (a map even for none)
+	}
+	if req.URL.Path == LeaseHistoryPath {
+		leaseHistoryRequest(call)
+		return call
 	}
 	a := &call.attrs
 	var segments [maxSegments]string

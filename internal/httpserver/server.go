@@ -86,6 +86,9 @@ type Config struct {
 	// only static files, which then call the API with credentials of
 	// their own.
 	UI http.Handler
+	// LeaseHistory, when set, answers LeaseHistoryPath with the holder
+	// histories of a namespace's leases ("" for all), encoded as JSON.
+	LeaseHistory func(namespace string) any
 }
 
 // Server serves the Kubernetes API. It is an http.Handler.
@@ -206,6 +209,9 @@ func setBaseHeader(h http.Header, auditID []string) {
 
 // serveAPI serves an authorized request.
 func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request, call *request) error {
+	if call.leaseHistory {
+		return s.serveLeaseHistory(w, call)
+	}
 	// Discovery documents are never at a resource's path.
 	if !call.attrs.ResourceRequest && s.serveDiscovery(w, req) {
 		return nil

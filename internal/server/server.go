@@ -340,6 +340,7 @@ func New(cfg Config) (*Server, error) {
 		Metrics:                     m.registry,
 		Snapshot:                    s.snapshot,
 		UI:                          webui.Handler(),
+		LeaseHistory:                s.leaseHistory,
 	})
 	s.http, err = transport.New(transport.Config{
 		Handler:   s.api,
@@ -679,4 +680,13 @@ func (s *Server) ensureSystemObjects(ctx context.Context) error {
 		return fmt.Errorf("creating system namespaces: %w", err)
 	}
 	return s.ensureRBACPolicy(ctx)
+}
+
+// leaseHistory is the lease metrics' holder history, for the live view;
+// empty without lease metrics (test kinds without leases).
+func (s *Server) leaseHistory(namespace string) any {
+	if s.leaseMetrics == nil {
+		return leasemetrics.HistoryList{Leases: []leasemetrics.LeaseHistory{}}
+	}
+	return s.leaseMetrics.History(namespace)
 }

@@ -5,5 +5,7 @@
 // the page's API requests carry a bearer token the user pastes, or passes
 // in the URL fragment (/ui/#token=...), which browsers never send to the
 // server. The page keeps it in the tab's sessionStorage only, and removes
-// it from the address bar.
+// it from the address bar. Its answers carry the server's clock in
+// milliseconds (TimeHeader), for the page's countdowns; the leases' holder
+// histories come from the API server's /leasehold/v1/leasehistory.
 package webui

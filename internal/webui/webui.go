@@ -4,7 +4,13 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strconv"
+	"time"
 )
+
+// TimeHeader carries the server's clock, Unix milliseconds, on every
+// answer under /ui/.
+const TimeHeader = "X-Leasehold-Time"
 
 //go:embed static
 var files embed.FS
@@ -35,6 +41,10 @@ func Handler() http.Handler {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
+		// The server's clock in milliseconds, read as late as can be: the
+		// page estimates its offset from the browser's to well under a
+		// second (the Date header has whole seconds).
+		h.Set(TimeHeader, strconv.FormatInt(time.Now().UnixMilli(), 10))
 		fileServer.ServeHTTP(w, req)
 	})
 }

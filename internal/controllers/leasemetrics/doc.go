@@ -28,6 +28,18 @@
 // namespace with a lease per node) are counted, never listed. So 100,000
 // node leases add no series at all.
 //
+// History: the observer also keeps, per lease, its last 10 tenures
+// (holder, since, last renewal, released, and the gap since the previous
+// holder's last renewal), as this replica has seen them since it started,
+// for the live view (/leasehold/v1/leasehistory). It is bounded: 10
+// tenures a lease, holders clipped to 128 bytes, and at most
+// Options.MaxHistoryLeases (4096) leases. A tenure takes 80 bytes and its
+// holder, so a lease's history is at most about 2.2 KB and the whole under
+// 10 MB (a few hundred kilobytes in a usual cluster). Leases are tracked as
+// first seen; once the cap is reached, a lease that changes holder takes
+// the place of one that never has (a node's lease), so the flapping ones
+// are kept. A renewal updates the current tenure in place.
+//
 // Every replica runs its own Observer (it only reads), so with several
 // replicas every replica reports the same leases: aggregate across
 // replicas with max, not sum.

@@ -31,6 +31,9 @@ type Options struct {
 	// MaxLeaseSeries bounds the leases with per-lease series; 0 means
 	// 1000.
 	MaxLeaseSeries int
+	// MaxHistoryLeases bounds the leases with a holder history
+	// (History); 0 means 4096.
+	MaxHistoryLeases int
 	// Now is the clock expiry is judged by; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -59,6 +62,11 @@ type Observer struct {
 	// gen is the generation of the current list; entries a new list did
 	// not see are dropped at its end.
 	gen int
+	// tracked holds the entries with a history, at most
+	// Options.MaxHistoryLeases.
+	tracked map[*entry]struct{}
+	// started is when the observer was made: histories begin there.
+	started time.Time
 }
 
 // entry is what the observer keeps of one lease.
@@ -77,6 +85,8 @@ type entry struct {
 	gen         int
 	// removed: the lease is gone; its heap items are stale.
 	removed bool
+	// hist is the lease's holder history; nil when untracked.
+	hist *history
 }
 
 // held reports whether the lease has a holder.
@@ -118,6 +128,9 @@ func newObserver(opts Options) *Observer {
 	if opts.MaxLeaseSeries == 0 {
 		opts.MaxLeaseSeries = 1000
 	}
+	if opts.MaxHistoryLeases == 0 {
+		opts.MaxHistoryLeases = defaultHistoryLeases
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -152,6 +165,8 @@ func newObserver(opts Options) *Observer {
 		},
 		byKey:      map[types.NamespacedName]*entry{},
 		namespaces: map[string]*namespace{},
+		tracked:    map[*entry]struct{}{},
+		started:    opts.Now(),
 	}
 }
 
@@ -240,6 +255,7 @@ func (o *Observer) putLocked(l *coordinationv1.Lease) {
 	if !ok {
 		e = &entry{}
 		*e = n
+		o.recordLocked(e, l, true)
 		o.byKey[k] = e
 		ns := o.namespaces[k.Namespace]
 		if ns == nil {
@@ -266,6 +282,8 @@ func (o *Observer) putLocked(l *coordinationv1.Lease) {
 	pushRenew := !renewedAt(timeItem{e.renew, e}) || !n.renew.Equal(e.renew)
 	pushDeadline := !expiringNow(timeItem{e.term.End, e}) || !n.term.End.Equal(e.term.End)
 	o.countLocked(e, ns, -1, false, false)
+	o.recordLocked(e, l, false)
+	n.hist = e.hist
 	*e = n
 	o.countLocked(e, ns, +1, pushRenew, pushDeadline)
 }
@@ -300,6 +318,7 @@ func (o *Observer) removeLocked(k types.NamespacedName) {
 	ns := o.namespaces[k.Namespace]
 	delete(ns.all, k.Name)
 	o.countLocked(e, ns, -1, false, false)
+	o.untrackLocked(e)
 	e.removed = true
 	if len(ns.all) == 0 {
 		delete(o.namespaces, k.Namespace)

@@ -7,8 +7,43 @@ const MAX_ROWS = 500; // rows shown per table; filter to see others
 
 const $ = (sel) => document.querySelector(sel);
 let token = '';
-let clockOffset = 0; // server time minus browser time, from the Date header
 let watches = [];
+let following = ''; // what the status says once every watch is ready
+let histories = new Map(); // namespace/name -> the server's LeaseHistory
+let historyFetch = null; // the pending history request's state
+
+// clock estimates the server's clock minus the browser's from the
+// X-Leasehold-Time header (milliseconds) of small requests to /ui/: each
+// sample's offset is the server's time minus the midpoint of the request,
+// wrong by at most half its round trip, so the sample with the shortest
+// round trip of the last few wins (as NTP's clock filter picks).
+const clock = { offset: 0, samples: [] };
+const CLOCK_SAMPLES = 8;
+
+function addClockSample(sent, received, server) {
+  clock.samples.push({ rtt: received - sent, offset: server - (sent + received) / 2 });
+  if (clock.samples.length > CLOCK_SAMPLES) clock.samples.shift();
+  clock.offset = clock.samples.reduce((a, b) => (b.rtt < a.rtt ? b : a)).offset;
+}
+
+async function sampleClock() {
+  try {
+    const sent = Date.now();
+    const resp = await fetch('/ui/', { method: 'HEAD', cache: 'no-store' });
+    const received = Date.now();
+    const server = Number(resp.headers.get('X-Leasehold-Time'));
+    if (resp.ok && server > 0) addClockSample(sent, received, server);
+  } catch {
+    // Unreachable: the watches say so.
+  }
+}
+
+async function syncClock(n) {
+  for (let i = 0; i < n; i++) await sampleClock();
+  tick();
+}
+
+function serverNow() { return Date.now() + clock.offset; }
 
 // The token comes from the URL fragment (#token=..., never sent to the
 // server) or the form; it lives in this tab's sessionStorage only.
@@ -35,7 +70,24 @@ function showError(source, text) {
   p.textContent = text;
 }
 
-function setStatus(text) { $('#status').textContent = text; }
+function setStatus(text, failed) {
+  const st = $('#status');
+  st.textContent = text;
+  st.classList.toggle('failed', !!failed);
+}
+
+// updateStatus says what the page does: following once every watch is
+// ready, or, prominently, that it cannot, when the server refused one.
+function updateStatus() {
+  const refused = watches.filter((w) => w.refused);
+  if (refused.length) {
+    setStatus(`Not following: ${refused.map((w) => w.refused).join('; ')}`, true);
+  } else if (watches.length && watches.every((w) => w.ready)) {
+    setStatus(following);
+  } else if (watches.length) {
+    setStatus('Loading…');
+  }
+}
 
 // A watch of one collection: keeps its objects by namespace/name and calls
 // changed after each batch.
@@ -48,6 +100,7 @@ class Watch {
     this.items = new Map();
     this.abort = new AbortController();
     this.ready = false;
+    this.refused = ''; // the server's refusal (401, 403): no retry
   }
 
   stop() { this.abort.abort(); }
@@ -64,6 +117,7 @@ class Watch {
         q.set('resourceVersionMatch', 'NotOlderThan');
         this.items.clear();
         this.ready = false;
+        updateStatus();
       }
       let resp;
       try {
@@ -80,12 +134,12 @@ class Watch {
       }
       if (!resp.ok) {
         const msg = await statusMessage(resp);
-        if (resp.status === 401) {
-          showError(this.name, `${this.name}: 401 Unauthorized: the server does not accept this token (is it in --token-auth-file?)`);
-          return;
-        }
-        if (resp.status === 403) {
-          showError(this.name, `${this.name}: 403 Forbidden: ${msg}`);
+        if (resp.status === 401 || resp.status === 403) {
+          this.refused = resp.status === 401
+            ? `${this.name}: 401 Unauthorized: the server does not accept this token (is it in --token-auth-file?)`
+            : `${this.name}: 403 Forbidden: ${msg}`;
+          showError(this.name, this.refused);
+          updateStatus();
           return;
         }
         showError(this.name, `${this.name}: ${resp.status} ${msg}; retrying`);
@@ -93,8 +147,6 @@ class Watch {
         continue;
       }
       showError(this.name, '');
-      const date = Date.parse(resp.headers.get('Date'));
-      if (!Number.isNaN(date)) clockOffset = date - Date.now();
       rv = await this.read(resp, rv);
     }
   }
@@ -129,6 +181,7 @@ class Watch {
               if ((md.annotations || {})['k8s.io/initial-events-end'] === 'true') {
                 this.ready = true;
                 batch = true;
+                updateStatus();
               }
               break;
             case 'DELETED':
@@ -178,9 +231,21 @@ function cell(tr, text, cls) {
   return td;
 }
 
+let seenHolders = new Map(); // namespace/name -> holder, to notice changes
+
 function renderLeases(w) {
   const rows = [];
   const all = sorted(w.items);
+  let changed = false;
+  for (const l of all) {
+    const k = l.metadata.namespace + '/' + l.metadata.name;
+    const h = (l.spec || {}).holderIdentity || '';
+    if (seenHolders.get(k) !== h) {
+      seenHolders.set(k, h);
+      changed = true;
+    }
+  }
+  if (changed && w.ready) requestHistory();
   for (const l of all.slice(0, MAX_ROWS)) {
     const md = l.metadata;
     const s = l.spec || {};
@@ -193,16 +258,119 @@ function renderLeases(w) {
     const term = leaseTerm(s);
     const until = cell(tr, term.held ? '' : 'released', 'until');
     if (s.renewTime) since.dataset.renew = Date.parse(s.renewTime);
-    if (term.held) until.dataset.end = term.end;
-    else until.classList.add('released');
+    if (term.held) {
+      until.dataset.end = term.end;
+      until.dataset.duration = (s.leaseDurationSeconds ?? 0) * 1000;
+    } else until.classList.add('released');
     cell(tr, s.leaseTransitions ?? '', 'transitions');
     cell(tr, s.strategy);
     cell(tr, s.preferredHolder);
+    renderHistory(tr.insertCell(), histories.get(tr.dataset.key));
     rows.push(tr);
   }
   $('#leases tbody').replaceChildren(...rows);
   $('#leases-count').textContent = count(all.length);
   tick();
+}
+
+// renderHistory shows a lease's last holders, oldest first, how long each
+// held it and the gaps between them: "alice 2m10s → (gap 14s) → bob 35s".
+// Three holders or more within ten minutes mark the lease as flapping.
+function renderHistory(td, h) {
+  td.replaceChildren();
+  td.className = 'history';
+  if (!h || !h.holders.length) {
+    td.textContent = '<none>';
+    td.classList.add('none');
+    return;
+  }
+  const now = serverNow();
+  if (h.dropped) td.append('… ');
+  h.holders.forEach((t, i) => {
+    if (i > 0) {
+      const gap = document.createElement('span');
+      gap.className = t.gapSeconds >= 1 ? 'gap' : 'handover';
+      gap.textContent = t.gapSeconds >= 1 ? ` → (gap ${duration(t.gapSeconds * 1000)}) → ` : ' → ';
+      td.append(gap);
+    }
+    const name = document.createElement('b');
+    name.textContent = t.holder;
+    const held = document.createElement('span');
+    const since = Date.parse(t.since);
+    if (i === h.holders.length - 1 && !t.released) {
+      held.className = 'current';
+      held.dataset.since = since;
+      held.textContent = duration(now - since);
+    } else {
+      held.textContent = duration(Date.parse(t.lastRenew) - since) + (t.released ? ' (released)' : '');
+    }
+    const tenure = document.createElement('span');
+    tenure.className = 'tenure';
+    tenure.append(name, ' ', held);
+    td.append(tenure);
+  });
+  const recent = h.holders.filter((t) => now - Date.parse(t.since) < 10 * 60 * 1000).length;
+  td.classList.toggle('flapping', recent >= 3);
+  td.title = recent >= 3 ? `flapping: ${recent} holders within 10 minutes` : '';
+}
+
+// requestHistory fetches the histories of the leases shortly, once for a
+// burst of holder changes. The server's history follows the same changes
+// as the page's watch, a moment apart, so while it lags behind the watch
+// it asks again, a few times.
+function requestHistory() {
+  const f = historyFetch;
+  if (!f || f.timer) return;
+  f.tries = 0;
+  f.timer = setTimeout(() => loadHistory(f), 100);
+}
+
+async function loadHistory(f) {
+  const q = f.ns ? '?' + new URLSearchParams({ namespace: f.ns }) : '';
+  let list;
+  try {
+    const resp = await fetch('/leasehold/v1/leasehistory' + q, {
+      headers: { Authorization: 'Bearer ' + token, Accept: 'application/json' },
+      cache: 'no-store',
+    });
+    if (f !== historyFetch) return;
+    if (!resp.ok) {
+      f.timer = null;
+      showError('history', `history: ${resp.status} ${await statusMessage(resp)}`);
+      return;
+    }
+    list = await resp.json();
+  } catch (e) {
+    f.timer = null;
+    if (f === historyFetch) showError('history', `history: cannot reach the server (${e.message})`);
+    return;
+  }
+  if (f !== historyFetch) return;
+  f.timer = null;
+  showError('history', '');
+  histories = new Map(list.leases.map((h) => [h.namespace + '/' + h.name, h]));
+  // Only the history cells change: the rest of the rows stay as they are.
+  for (const td of document.querySelectorAll('#leases td.history')) {
+    renderHistory(td, histories.get(td.parentElement.dataset.key));
+  }
+  if (historyLags(f.leases, list) && ++f.tries < 5) f.timer = setTimeout(() => loadHistory(f), 400);
+}
+
+// historyLags reports whether a held lease's history does not end with
+// its holder yet.
+function historyLags(w, list) {
+  for (const [k, l] of w.items) {
+    const holder = (l.spec || {}).holderIdentity;
+    if (!holder) continue;
+    const h = histories.get(k);
+    if (!h) {
+      if (!list.untracked) return true;
+      continue;
+    }
+    const last = h.holders[h.holders.length - 1];
+    if (!last || last.released || !holder.startsWith(last.holder)) return true;
+  }
+  return false;
 }
 
 function renderEndpoints(w) {
@@ -233,8 +401,10 @@ function count(n) {
   return n > MAX_ROWS ? `(first ${MAX_ROWS} of ${n}: filter to see the others)` : `(${n})`;
 }
 
+// duration formats an interval; a negative one (a time ahead of the
+// server's clock) counts as none.
 function duration(ms) {
-  let s = Math.round(Math.abs(ms) / 1000);
+  let s = Math.round(Math.max(0, ms) / 1000);
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);
   s %= 60;
@@ -260,9 +430,18 @@ function termExpired(term, now) { return term.held && !(term.end > now); }
 
 function leaseExpired(spec, now) { return termExpired(leaseTerm(spec), now); }
 
+// countdown is a held lease's "until expiry" at now (the server's time,
+// ms): at most its duration (a holder whose clock runs ahead of the
+// server's writes renewTimes in the future), "expired … ago" once passed.
+function countdown(term, durationMs, now) {
+  if (!term.end) return { expired: true, text: 'expired (no renewTime or duration)' };
+  if (termExpired(term, now)) return { expired: true, text: `expired ${duration(now - term.end)} ago` };
+  return { expired: false, text: duration(Math.min(term.end - now, durationMs)) };
+}
+
 // tick updates the live countdowns, judged by the server's clock.
 function tick() {
-  const now = Date.now() + clockOffset;
+  const now = serverNow();
   for (const td of document.querySelectorAll('#leases td.since')) {
     if (td.dataset.renew) {
       td.textContent = duration(now - Number(td.dataset.renew));
@@ -271,19 +450,24 @@ function tick() {
   }
   for (const td of document.querySelectorAll('#leases td.until')) {
     if (td.dataset.end === undefined) continue;
-    const term = { held: true, end: Number(td.dataset.end) };
-    const expired = termExpired(term, now);
+    const c = countdown({ held: true, end: Number(td.dataset.end) }, Number(td.dataset.duration), now);
     td.classList.remove('none');
-    td.classList.toggle('expired', expired);
-    td.classList.toggle('live', !expired);
-    if (!expired) td.textContent = duration(term.end - now);
-    else td.textContent = term.end ? `expired ${duration(now - term.end)} ago` : 'expired (no renewTime or duration)';
+    td.classList.toggle('expired', c.expired);
+    td.classList.toggle('live', !c.expired);
+    td.textContent = c.text;
+  }
+  for (const span of document.querySelectorAll('#leases td.history .current')) {
+    span.textContent = duration(now - Number(span.dataset.since));
   }
 }
 
 function start() {
   for (const w of watches) w.stop();
   watches = [];
+  if (historyFetch && historyFetch.timer) clearTimeout(historyFetch.timer);
+  historyFetch = null;
+  histories = new Map();
+  seenHolders = new Map();
   $('#errors').replaceChildren();
   if (!token) {
     setStatus('Paste a bearer token (a line of the server\'s --token-auth-file) above, or open /ui/#token=TOKEN.');
@@ -306,9 +490,11 @@ function start() {
   const leases = new Watch('leases', `/apis/coordination.k8s.io/v1${scope}/leases`, labels, () => schedule(renderLeases, leases));
   const endpoints = new Watch('endpoints', `/api/v1${scope}/endpoints`, labels, () => schedule(renderEndpoints, endpoints));
   watches = [leases, endpoints];
+  historyFetch = { leases, ns, timer: null, tries: 0 };
   renderLeases(leases);
   renderEndpoints(endpoints);
-  setStatus(`Following ${ns ? 'namespace ' + ns : 'all namespaces'}${labels ? ' with labels ' + labels : ''}; changes show as they happen.`);
+  following = `Following ${ns ? 'namespace ' + ns : 'all namespaces'}${labels ? ' with labels ' + labels : ''}; changes show as they happen.`;
+  updateStatus();
   for (const w of watches) w.run();
 }
 
@@ -340,5 +526,9 @@ document.addEventListener('DOMContentLoaded', () => {
     }
   });
   setInterval(tick, 1000);
+  // A few samples now, one a minute after: the browser's clock may be
+  // stepped.
+  syncClock(5);
+  setInterval(sampleClock, 60 * 1000);
   start();
 });
