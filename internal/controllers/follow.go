@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -33,6 +34,12 @@ type Follower struct {
 	// come changes and bookmarks. The objects are the registry's, shared:
 	// never modified.
 	Apply func(events []registry.Event)
+	// Pace, when positive, is the shortest time between two reads of
+	// the watch once the list is done: events that arrive meanwhile come
+	// in one batch. A follower that need not act at once (the garbage
+	// collector, metrics) then wakes a few times a second however many
+	// Leases renew, rather than once or more per renewal.
+	Pace time.Duration
 }
 
 // Run follows the resource until ctx ends (nil) or the registry fails.
@@ -88,6 +95,14 @@ func (f *Follower) watch(ctx context.Context, rev int64) (int64, error) {
 			return rev, err
 		}
 		f.Apply(events)
+		if f.Pace > 0 && !listing {
+			t := time.NewTimer(f.Pace)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		for _, ev := range events {
 			// Initial events carry their objects' revisions, older than
 			// the list's: only the end of the list gives one to resume

@@ -75,6 +75,10 @@ const (
 	// workers is how many objects are looked at at once: each look is
 	// a few registry calls, each a round trip to etcd on that engine.
 	workers = 8
+	// pace batches each kind's events: the collector acts within it,
+	// and a kind written thousands of times a second (Lease renewals)
+	// wakes it a few times a second.
+	pace = 50 * time.Millisecond
 	// retryFirst and retryMax bound the backoff of a failed look.
 	retryFirst, retryMax = 50 * time.Millisecond, time.Minute
 )
@@ -142,7 +146,7 @@ func (c *Collector) run(ctx context.Context) error {
 		f := &follower{c: c, res: res, synced: synced.Done}
 		synced.Add(1)
 		g.Go(func() error {
-			return (&controllers.Follower{Registry: c.reg, Resource: res, Log: c.log, Listing: f.listing, Apply: f.apply}).Run(gctx)
+			return (&controllers.Follower{Registry: c.reg, Resource: res, Log: c.log, Listing: f.listing, Apply: f.apply, Pace: pace}).Run(gctx)
 		})
 	}
 	g.Go(func() error {

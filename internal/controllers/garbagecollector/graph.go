@@ -124,6 +124,9 @@ func (g *graph) reset() {
 // nodeFor returns the node obj needs, nil when it needs none.
 func nodeFor(res resources.Resource, obj resources.Object) *node {
 	fs := obj.GetFinalizers()
+	if len(fs) == 0 && len(obj.GetOwnerReferences()) == 0 {
+		return nil // most objects, and every renewal of a plain Lease
+	}
 	n := &node{
 		owners:     obj.GetOwnerReferences(),
 		orphan:     slices.Contains(fs, metav1.FinalizerOrphanDependents),

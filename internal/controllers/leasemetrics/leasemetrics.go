@@ -190,9 +190,11 @@ func (o *Observer) Controller() controllers.Controller {
 
 // Run follows the leases until ctx ends, as controllers.Follower does.
 func (o *Observer) Run(ctx context.Context) error {
+	// Metrics are scraped, not waited for: renewals are taken in
+	// batches.
 	f := &controllers.Follower{
 		Registry: o.reg, Resource: o.leases, Log: o.log,
-		Listing: o.listing, Apply: o.apply,
+		Listing: o.listing, Apply: o.apply, Pace: 50 * time.Millisecond,
 	}
 	return f.Run(ctx)
 }

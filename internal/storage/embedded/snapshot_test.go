@@ -183,7 +183,13 @@ func TestSnapshotUnderWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // some writes after the snapshot
+	// Some writes after the snapshot, however slow the machine.
+	for {
+		if rev, _ := s.Revision(ctx); rev > info.Revision+writers {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	stop.Store(true)
 	wg.Wait()
 
