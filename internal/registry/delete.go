@@ -14,7 +14,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/leasehold/leasehold/internal/admission"
 	"github.com/leasehold/leasehold/internal/resources"
@@ -131,10 +130,9 @@ func (r *Registry) markDeleting(ctx context.Context, res resources.Resource, key
 // (kube-apiserver's deletionFinalizersForGarbageCollection). Every kind
 // leasehold serves has kube-apiserver's default policy, background.
 func gcFinalizers(obj resources.Object, opts *metav1.DeleteOptions) ([]string, bool) {
-	orphan, foreground := slices.Contains(obj.GetFinalizers(), metav1.FinalizerOrphanDependents), false
-	if !orphan {
-		foreground = slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents)
-	}
+	had := obj.GetFinalizers()
+	hadOrphan, hadForeground := slices.Contains(had, metav1.FinalizerOrphanDependents), slices.Contains(had, metav1.FinalizerDeleteDependents)
+	orphan, foreground := hadOrphan, !hadOrphan && hadForeground
 	switch {
 	case opts.OrphanDependents != nil: //nolint:staticcheck // still honoured, as by kube-apiserver
 		orphan, foreground = *opts.OrphanDependents, false //nolint:staticcheck
@@ -148,19 +146,20 @@ func gcFinalizers(obj resources.Object, opts *metav1.DeleteOptions) ([]string, b
 			orphan, foreground = false, false
 		}
 	}
-	var fs []string
-	for _, f := range obj.GetFinalizers() {
-		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
-			fs = append(fs, f)
-		}
+	// The others stay as they are: the set changes only with these two.
+	if orphan == hadOrphan && foreground == hadForeground {
+		return had, false
 	}
+	fs := slices.DeleteFunc(slices.Clone(had), func(f string) bool {
+		return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+	})
 	if orphan {
 		fs = append(fs, metav1.FinalizerOrphanDependents)
 	}
 	if foreground {
 		fs = append(fs, metav1.FinalizerDeleteDependents)
 	}
-	return fs, !sets.New(fs...).Equal(sets.New(obj.GetFinalizers()...))
+	return fs, true
 }
 
 // markDeleting sets the deletion fields of an object held by finalizers

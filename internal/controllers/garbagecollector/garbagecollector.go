@@ -307,9 +307,10 @@ func (c *Collector) collect(ctx context.Context, n *node) error {
 		// A reference to an owner in a foreground deletion goes too, or
 		// the owner would wait for an object that stays.
 		drop := append(dangling, waiting...)
-		return c.update(ctx, n, obj, func(o resources.Object) bool {
+		_, err := c.update(ctx, n, obj, func(o resources.Object) bool {
 			return setOwners(o, slices.DeleteFunc(slices.Clone(o.GetOwnerReferences()), func(r metav1.OwnerReference) bool { return slices.Contains(drop, r.UID) }))
 		})
+		return err
 	case len(waiting) > 0 && c.graph.hasDependents(n.uid):
 		// An owner waits for this object, which has dependents of its
 		// own: they go first, in a foreground deletion of this one. A
@@ -317,7 +318,7 @@ func (c *Collector) collect(ctx context.Context, n *node) error {
 		// cycle; this object's references stop blocking first.
 		for _, d := range c.graph.dependentNodes(n.uid) {
 			if d.waitsForDependents() {
-				if err := c.update(ctx, n, obj, unblock); err != nil {
+				if obj, err = c.update(ctx, n, obj, unblock); obj == nil || err != nil {
 					return err
 				}
 				break
@@ -446,7 +447,7 @@ func (c *Collector) orphanDependents(ctx context.Context, owner *node) error {
 		if obj == nil {
 			continue
 		}
-		err = c.update(ctx, d, obj, func(o resources.Object) bool {
+		_, err = c.update(ctx, d, obj, func(o resources.Object) bool {
 			return setOwners(o, slices.DeleteFunc(slices.Clone(o.GetOwnerReferences()), func(r metav1.OwnerReference) bool { return r.UID == owner.uid }))
 		})
 		if err != nil {
@@ -463,7 +464,7 @@ func (c *Collector) removeFinalizer(ctx context.Context, n *node, f string) erro
 	if obj == nil || err != nil {
 		return err
 	}
-	return c.update(ctx, n, obj, func(o resources.Object) bool {
+	_, err = c.update(ctx, n, obj, func(o resources.Object) bool {
 		fs := o.GetFinalizers()
 		if !slices.Contains(fs, f) {
 			return false
@@ -471,21 +472,26 @@ func (c *Collector) removeFinalizer(ctx context.Context, n *node, f string) erro
 		o.SetFinalizers(slices.DeleteFunc(slices.Clone(fs), func(s string) bool { return s == f }))
 		return true
 	})
+	return err
 }
 
 // update writes obj as change leaves a copy of it, conditioned on obj's
 // resourceVersion: a conflict is an error, and the object is looked at
-// again. change returns false when there is nothing to write.
-func (c *Collector) update(ctx context.Context, n *node, obj resources.Object, change func(resources.Object) bool) error {
+// again. change returns false when there is nothing to write. It returns
+// the object as it now is (obj when nothing was written; nil when gone).
+func (c *Collector) update(ctx context.Context, n *node, obj resources.Object, change func(resources.Object) bool) (resources.Object, error) {
 	cp := obj.DeepCopyObject().(resources.Object)
 	if !change(cp) {
-		return nil
+		return obj, nil
 	}
-	_, err := c.reg.Update(ctx, n.res, n.namespace, n.name, "", cp, registry.WriteOptions{Manager: manager})
+	out, err := c.reg.Update(ctx, n.res, n.namespace, n.name, "", cp, registry.WriteOptions{Manager: manager})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return out.Object, nil
 }
 
 // setOwners sets o's references, reporting whether they changed.
@@ -503,8 +509,8 @@ func unblock(o resources.Object) bool {
 	refs := slices.Clone(o.GetOwnerReferences())
 	changed := false
 	for i := range refs {
-		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
-			refs[i].BlockOwnerDeletion = &no
+		if isTrue(refs[i].BlockOwnerDeletion) {
+			refs[i].BlockOwnerDeletion = new(bool)
 			changed = true
 		}
 	}

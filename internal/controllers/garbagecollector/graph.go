@@ -32,7 +32,7 @@ func (n *node) waitsForDependents() bool { return n.deleting && n.foreground }
 // blocks reports whether n's reference to owner has blockOwnerDeletion.
 func (n *node) blocks(owner types.UID) bool {
 	for _, r := range n.owners {
-		if r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+		if r.UID == owner && isTrue(r.BlockOwnerDeletion) {
 			return true
 		}
 	}
@@ -190,18 +190,11 @@ func (g *graph) observe(res resources.Resource, obj resources.Object, deleted bo
 func sameOwners(a, b []metav1.OwnerReference) bool {
 	return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
 		return x.UID == y.UID && x.Name == y.Name && x.Kind == y.Kind && x.APIVersion == y.APIVersion &&
-			*orFalse(x.Controller) == *orFalse(y.Controller) && *orFalse(x.BlockOwnerDeletion) == *orFalse(y.BlockOwnerDeletion)
+			isTrue(x.Controller) == isTrue(y.Controller) && isTrue(x.BlockOwnerDeletion) == isTrue(y.BlockOwnerDeletion)
 	})
 }
 
-var no = false
-
-func orFalse(b *bool) *bool {
-	if b == nil {
-		return &no
-	}
-	return b
-}
+func isTrue(b *bool) bool { return b != nil && *b }
 
 // link adds n to its owners' dependents.
 func (g *graph) link(n *node) {
