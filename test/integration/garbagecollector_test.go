@@ -455,3 +455,29 @@ func TestBlockOwnerDeletionPermissionDisabled(t *testing.T) {
 
 // must2 drops an answer, keeping its error.
 func must2[T any](_ T, err error) error { return err }
+
+// TestDeleteAcceptedStatus: kube-apiserver answers 202 Accepted, with
+// the object, to a delete with orphanDependents false that leaves the
+// object waiting for a finalizer; 200 to the other deletes that wait.
+func TestDeleteAcceptedStatus(t *testing.T) {
+	t.Parallel()
+	ts := testserver.Start(t)
+	e := newGCEnv(t, ts.Client(t), "gc-accepted")
+	for _, c := range []struct {
+		body string
+		code int
+	}{{`{"orphanDependents":false}`, 202}, {`{"propagationPolicy":"Foreground"}`, 200}} {
+		name := fmt.Sprintf("held-%d", c.code)
+		e.lease(name, []string{hold})
+		var code int
+		res := ts.Client(t).CoordinationV1().RESTClient().Delete().Namespace(e.ns).Resource("leases").Name(name).
+			Body([]byte(c.body)).SetHeader("Content-Type", "application/json").Do(e.ctx).StatusCode(&code)
+		if err := res.Error(); err != nil || code != c.code {
+			t.Errorf("delete %s: %d %v, want %d", c.body, code, err, c.code)
+		}
+		if l := e.get(name); l == nil || l.DeletionTimestamp == nil {
+			t.Errorf("delete %s: %+v, want it marked", c.body, l)
+		}
+		e.release(name)
+	}
+}
