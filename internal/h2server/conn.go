@@ -61,9 +61,14 @@ type conn struct {
 	decoded           decodedHeaders
 	peerInitialWindow int32
 	canonCache        map[string]string
+	// refusedHeaders counts the header blocks answered 431.
+	refusedHeaders int
 
 	// errored: a ClientError was reported; only the first is logged.
 	errored atomic.Bool
+	// heldUntil, when set, is when the connection of a client past a
+	// bound closes (UnixNano); nothing more of it is read (limits.go).
+	heldUntil atomic.Int64
 
 	mu sync.Mutex // guards the fields below
 	// streams are the open ones, counted against MAX_CONCURRENT_STREAMS.
@@ -83,8 +88,10 @@ type conn struct {
 	goingAway       bool
 	closing         bool
 	idle            *time.Timer
-	// recvWindow is what the client may still send on the connection;
-	// returned is what handlers consumed since the last WINDOW_UPDATE.
+	// recvWindow is what the client may still send on the connection:
+	// the window of the WINDOW_UPDATEs written, not merely queued (a
+	// client cannot know of one we could not send). returned is what
+	// handlers consumed since the last WINDOW_UPDATE.
 	recvWindow int32
 	returned   int32
 
@@ -102,6 +109,9 @@ type conn struct {
 	// outControl counts the control frames in out, writingControl those
 	// in the write under way (limits.go).
 	outControl, writingControl int
+	// outGrant is the connection window the WINDOW_UPDATEs in out give:
+	// it joins recvWindow once they are written.
+	outGrant int32
 	// waitingBytes is what answers hold while they wait for window;
 	// waitingResets counts the streams reset for passing the bound.
 	waitingBytes  int64
@@ -158,7 +168,6 @@ func (c *conn) serve() {
 	c.wmu.Unlock()
 	c.mu.Lock()
 	c.unackedSettings++
-	c.recvWindow = connWindow
 	c.mu.Unlock()
 	if err != nil {
 		return
@@ -182,12 +191,18 @@ func (c *conn) serve() {
 		c.mu.Unlock()
 	}
 	for {
+		if c.heldOff() {
+			return
+		}
 		f, err := c.readFrame()
 		if err == nil {
 			err = c.processFrame(f)
 		}
 		if err == nil {
 			continue
+		}
+		if c.heldOff() {
+			return
 		}
 		var se http2.StreamError
 		var ce http2.ConnectionError
@@ -199,7 +214,15 @@ func (c *conn) serve() {
 			}
 			c.streamError(se)
 		case errors.As(err, &ce):
-			c.clientError(kindOf(err), err)
+			kind := kindOf(err)
+			c.clientError(kind, err)
+			if kind != KindProtocol {
+				// An attack's GOAWAY waits: the client would open the
+				// next connection as soon as it reads it. Then it has
+				// closeDelay to be written (writes may be stalled).
+				time.Sleep(penalty)
+				time.AfterFunc(closeDelay, c.closeNow)
+			}
 			c.connError(http2.ErrCode(ce), err)
 			return
 		default:
@@ -310,6 +333,11 @@ func (c *conn) processHeaders(f *decodedHeaders) error {
 	if f.prio && f.priority.StreamDep == id {
 		return http2.StreamError{StreamID: id, Code: http2.ErrCodeProtocol}
 	}
+	if f.truncated {
+		if c.refusedHeaders++; c.refusedHeaders > maxRefusedHeaders {
+			return flood(errHeaderBombs)
+		}
+	}
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
 		c.mu.Unlock()
@@ -407,7 +435,7 @@ func (c *conn) processData(f *http2.DataFrame) error {
 	c.mu.Lock()
 	if size > c.recvWindow {
 		c.mu.Unlock()
-		return http2.ConnectionError(http2.ErrCodeFlowControl)
+		return kindError{KindFlood, errWindowOverrun, http2.ConnectionError(http2.ErrCodeFlowControl)}
 	}
 	c.recvWindow -= size
 	st := c.streams[id]
@@ -820,12 +848,19 @@ func (c *conn) returnWindow(n int) {
 	if c.returned >= connWindow/4 {
 		incr = c.returned
 		c.returned = 0
-		c.recvWindow += incr
 	}
 	c.mu.Unlock()
 	if incr > 0 {
 		c.sendWindowUpdate(0, uint32(incr))
 	}
+}
+
+// grant adds to the connection's receive window what a written
+// WINDOW_UPDATE gave.
+func (c *conn) grant(incr int32) {
+	c.mu.Lock()
+	c.recvWindow += incr
+	c.mu.Unlock()
 }
 
 func (c *conn) sendWindowUpdate(id, incr uint32) {

@@ -31,8 +31,20 @@ import (
 //     holding at most maxQueuedHeaderBytes of header fields, else GOAWAY
 //     ENHANCE_YOUR_CALM (the "rapid reset" attack).
 //   - A header block: MAX_HEADER_LIST_SIZE decoded (431 past it), twice
-//     that while its CONTINUATION frames arrive (else GOAWAY).
+//     that while its CONTINUATION frames arrive (else GOAWAY). Each 431
+//     cost the server decoding all of it (an "HPACK bomb" of 16 KiB
+//     decodes to megabytes): past maxRefusedHeaders on a connection, it
+//     goes.
 //   - Request bodies: the receive windows, 1 MiB a connection.
+//
+// A client past one of these bounds (kinds KindFlood and KindReset)
+// loses its connection, but not at once: nothing more of it is read for
+// penalty, and its GOAWAY, when one can be written, comes after that.
+// Closed at once, a flooding client opens the next connection at once,
+// and each costs a TLS handshake and whatever the client asks for before
+// it meets a bound again (a large list, to stall our writes): held, a
+// flood costs the server about one connection a second for each the
+// attacker keeps open, and the others' requests do not queue behind it.
 //
 // So what one connection pins is about MaxWaitingBytes, plus its running
 // handlers' own memory, plus maxQueuedHeaderBytes, plus a header block
@@ -45,6 +57,12 @@ const (
 	// maxDrainBytes bounds what is read of a connection closed for an
 	// error once its GOAWAY is sent: the client's frames in flight.
 	maxDrainBytes = 256 << 10
+	// maxRefusedHeaders bounds the header blocks a connection may send
+	// past MAX_HEADER_LIST_SIZE (each answered 431).
+	maxRefusedHeaders = 8
+	// penalty is how long a connection past a bound is held, unread,
+	// before it is closed.
+	penalty = 3 * time.Second
 )
 
 // The kinds of ClientError.
@@ -77,12 +95,14 @@ type ClientError struct {
 }
 
 var (
-	errControlFlood = errors.New("h2server: too many control frames queued: the client does not read them")
-	errWaitingFlood = errors.New("h2server: too many bytes of answers wait for the client's flow-control window")
-	errQueuedFlood  = errors.New("h2server: too many header bytes of requests wait for a handler")
-	errStalled      = errors.New("h2server: the client gave no flow-control window for the write timeout")
-	errHeaderFlood  = errors.New("h2server: a header block's CONTINUATION frames go far past the header list's limit")
-	errRapidReset   = errors.New("h2server: too many requests wait for a handler: the client resets streams as fast as it opens them")
+	errControlFlood  = errors.New("h2server: too many control frames queued: the client does not read them")
+	errWaitingFlood  = errors.New("h2server: too many bytes of answers wait for the client's flow-control window")
+	errQueuedFlood   = errors.New("h2server: too many header bytes of requests wait for a handler")
+	errStalled       = errors.New("h2server: the client gave no flow-control window for the write timeout")
+	errHeaderFlood   = errors.New("h2server: a header block's CONTINUATION frames go far past the header list's limit")
+	errRapidReset    = errors.New("h2server: too many requests wait for a handler: the client resets streams as fast as it opens them")
+	errHeaderBombs   = errors.New("h2server: too many header blocks past the header list's limit")
+	errWindowOverrun = errors.New("h2server: the client sent more DATA than the connection's flow-control window")
 )
 
 // kindError is a client's error (err: the http2.ConnectionError or
@@ -133,18 +153,30 @@ func (c *conn) queuedControl() {
 	}
 }
 
-// floodLocked ends the connection of a client past a bound, c.wmu held:
-// at once, without a GOAWAY (it could not be written), which ends a
-// stalled write, every writer waiting, and with its next read the serve
-// goroutine.
+// floodLocked ends the connection of a client past a bound, c.wmu held,
+// without a GOAWAY (it could not be written): nothing more is written or
+// read, and the connection closes after penalty, which ends a stalled
+// write, every writer waiting, and the serve goroutine.
 func (c *conn) floodLocked(cause error) {
 	if c.werr != nil {
 		return
 	}
 	c.werr = cause
-	_ = c.nc.Close()
 	c.wcond.Broadcast()
 	c.clientError(KindFlood, cause)
+	c.heldUntil.Store(time.Now().Add(penalty).UnixNano())
+	time.AfterFunc(penalty, c.closeNow)
+}
+
+// heldOff waits, in the serve goroutine, until a connection past a bound
+// is closed, reading nothing meanwhile; it reports whether it was one.
+func (c *conn) heldOff() bool {
+	until := c.heldUntil.Load()
+	if until == 0 {
+		return false
+	}
+	time.Sleep(time.Until(time.Unix(0, until)))
+	return true
 }
 
 // resetWaiting resets st, whose writer waits with c.wmu held, for a

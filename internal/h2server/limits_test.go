@@ -303,3 +303,79 @@ func TestWaitingResetsClose(t *testing.T) {
 	}
 	t.Fatalf("the connection is still open after %d resets", resets)
 }
+
+// TestRefusedHeadersHeld: header blocks past MAX_HEADER_LIST_SIZE are
+// answered 431, each costing the server the whole block's decoding (an
+// "HPACK bomb"); past maxRefusedHeaders the connection is a flood: read
+// no more (a PING sent then is not answered) and ended by a GOAWAY
+// ENHANCE_YOUR_CALM only after the penalty, so that the client cannot
+// open its next connection at once.
+func TestRefusedHeadersHeld(t *testing.T) {
+	ts, ce := startCounted(t, http.NotFoundHandler(), func(s *Server) { s.MaxHeaderBytes = 1000 })
+	rc := dialRaw(t, ts, 65536)
+	big := strings.Repeat("b", 300) // each field within HPACK's string limit, the list past it
+	for i := range maxRefusedHeaders {
+		id := uint32(2*i + 1)
+		rc.headers(id, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x", "x-1", big, "x-2", big, "x-3", big, "x-4", big)
+		for {
+			if f, ok := rc.next().(*http2.MetaHeadersFrame); ok && f.StreamID == id {
+				if status := f.PseudoValue("status"); status != "431" {
+					t.Fatalf("stream %d: status %s, want 431", id, status)
+				}
+				break
+			}
+		}
+	}
+	rc.headers(2*maxRefusedHeaders+1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x", "x-1", big, "x-2", big, "x-3", big, "x-4", big)
+	sent := time.Now()
+	if err := rc.fr.WritePing(false, [8]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	ce.await(t, KindFlood)
+	for {
+		switch f := rc.next().(type) {
+		case *http2.PingFrame:
+			t.Fatal("the server read a frame sent after the connection's bound")
+		case *http2.GoAwayFrame:
+			if f.ErrCode != http2.ErrCodeEnhanceYourCalm {
+				t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM", f.ErrCode)
+			}
+			if held := time.Since(sent); held < penalty {
+				t.Errorf("GOAWAY after %v, want the penalty, %v", held, penalty)
+			}
+			return
+		}
+	}
+}
+
+// TestWindowOverrunStalled: the connection's receive window grows only
+// with the WINDOW_UPDATEs the server could write. A client that stalls
+// the server's writes and sends DATA (on a closed stream: every frame
+// "returned" at once) overruns it after the window, a flow-control
+// error: without this it could have the server decrypt all it sends
+// until maxQueuedControlFrames RST_STREAMs pile up (160 MiB of 16 KiB
+// frames).
+func TestWindowOverrunStalled(t *testing.T) {
+	ts, ce := startCounted(t, http.HandlerFunc(endless), func(s *Server) { s.WriteByteTimeout = time.Hour })
+	rc := dialStalling(t, ts)
+	rc.headers(1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
+	time.Sleep(200 * time.Millisecond) // the endless answer fills TCP's buffers
+	frame := make([]byte, 16<<10)
+	const limit = 16 << 20
+	sent := 0
+	for ; sent < limit; sent += len(frame) {
+		_ = rc.tc.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if err := rc.fr.WriteData(1, false, frame); err != nil {
+			break // the server stopped reading
+		}
+	}
+	t.Logf("sent %d KiB of DATA", sent>>10)
+	ce.await(t, KindFlood)
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	for _, e := range ce.seen {
+		if ke := (kindError{}); !errors.As(e.Err, &ke) || ke.cause != errWindowOverrun {
+			t.Errorf("client error %v, want the window's overrun", e.Err)
+		}
+	}
+}

@@ -91,6 +91,9 @@ func (c *conn) appendSettings(settings ...http2.Setting) {
 }
 
 func (c *conn) appendWindowUpdate(id, incr uint32) {
+	if id == 0 {
+		c.outGrant += int32(incr)
+	}
 	c.appendFrameHeader(4, http2.FrameWindowUpdate, 0, id)
 	c.out = binary.BigEndian.AppendUint32(c.out, incr&0x7fffffff)
 	c.queuedControl()
@@ -246,8 +249,13 @@ func (c *conn) flushLocked(wait bool) error {
 		buf, p := c.out, c.outBuf
 		c.out, c.outBuf = nil, nil
 		c.writingControl, c.outControl = c.outControl, 0
+		grant := c.outGrant
+		c.outGrant = 0
 		c.wmu.Unlock()
 		err := c.write(buf)
+		if err == nil && grant > 0 {
+			c.grant(grant)
+		}
 		c.wmu.Lock()
 		c.writingControl = 0
 		c.writtenBytes += int64(len(buf))

@@ -10,7 +10,10 @@
 // however soon the server ends each connection. It prints a
 // row per attack: the attacking connections the server closed and how,
 // how soon, the RSS, and the well-behaved client's requests, errors and
-// p99 against the baseline's.
+// p99 against the baseline's. The well-behaved client runs in a process
+// of its own (this command, re-executed), so that the attack's goroutines
+// do not delay it in this process's scheduler: its latencies are the
+// server's, and the operating system's, not ours.
 //
 //	go run ./test/perf/h2attack --kubeconfig DATA_DIR/admin.kubeconfig --server-pid PID
 //	go run ./test/perf/h2attack --kubeconfig ~/.cache/leasehold-peers/admin.kubeconfig --server-pid $KAS_PID,$ETCD_PID
@@ -24,12 +27,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -43,7 +48,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/bench"
@@ -92,9 +96,17 @@ func main() {
 	flag.DurationVar(&c.cooldown, "cooldown", 5*time.Second, "pause between attacks, for the server to finish what the last one left")
 	flag.BoolVar(&c.cleanup, "cleanup", false, "delete the namespace at the end if this run created it")
 	list := flag.Bool("list", false, "print the attacks' names and exit")
+	wellBehaved := flag.Bool("well-behaved", false, "be the well-behaved client until interrupted, then print what it saw (JSON); the attacks start this themselves")
 	flag.Parse()
 	if *list {
 		fmt.Println(strings.Join(names(), "\n"))
+		return
+	}
+	if *wellBehaved {
+		if err := renewUntilInterrupted(c); err != nil {
+			fmt.Fprintln(os.Stderr, "h2attack:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	c.rssLimit = *rssLimit << 20
@@ -168,12 +180,14 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "h2attack: deleted namespace %s: %v\n", c.namespace, err)
 		}()
 	}
-	leases := cs.CoordinationV1().Leases(c.namespace)
 
 	fmt.Fprintf(stderr, "h2attack: baseline: the well-behaved client alone for %v\n", c.duration)
 	bctx, cancel := context.WithTimeout(ctx, c.duration)
-	baseline := hostile.Renew(bctx, leases, "well-behaved", c.renewInterval)
+	baseline, err := renew(bctx, c)
 	cancel()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stderr, "h2attack: baseline: %v\n", baseline)
 
 	var rows []row
@@ -187,7 +201,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			time.Sleep(c.cooldown)
 		}
 		fmt.Fprintf(stderr, "h2attack: %s: %d connections for %v\n", a.Name, c.conns, c.duration)
-		r := attack(ctx, a, tg, leases, c)
+		r := attack(ctx, a, tg, c)
 		r.baselineP99 = baseline.Quantile(0.99)
 		fmt.Fprintf(stderr, "h2attack: %v\n", r.report)
 		rows = append(rows, r)
@@ -269,7 +283,7 @@ func prepare(ctx context.Context, cs kubernetes.Interface, c config, stderr io.W
 // attack runs one attack with the well-behaved client alongside,
 // sampling the servers' RSS; it stops the attack once the RSS passes the
 // limit.
-func attack(ctx context.Context, a hostile.Attack, tg hostile.Target, leases coordinationv1client.LeaseInterface, c config) row {
+func attack(ctx context.Context, a hostile.Attack, tg hostile.Target, c config) row {
 	var r row
 	r.before, r.rssKnown = rss(c.pids)
 	actx, stopAttack := context.WithCancel(ctx)
@@ -303,8 +317,15 @@ func attack(ctx context.Context, a hostile.Attack, tg hostile.Target, leases coo
 		})
 	}
 	cctx, stopClient := context.WithCancel(ctx)
-	clientDone := make(chan hostile.ClientResult, 1)
-	go func() { clientDone <- hostile.Renew(cctx, leases, "well-behaved", c.renewInterval) }()
+	type clientResult struct {
+		r   hostile.ClientResult
+		err error
+	}
+	clientDone := make(chan clientResult, 1)
+	go func() {
+		r, err := renew(cctx, c)
+		clientDone <- clientResult{r, err}
+	}()
 	// The attack is sustained: connections the server closes are
 	// replaced, by a new wave of c.conns, until the duration is over.
 	start := time.Now()
@@ -321,7 +342,12 @@ func attack(ctx context.Context, a hostile.Attack, tg hostile.Target, leases coo
 		}
 	}
 	stopClient()
-	r.client = <-clientDone
+	cr := <-clientDone
+	r.client = cr.r
+	if cr.err != nil {
+		r.client.Errors++
+		r.client.FirstError = cr.err
+	}
 	close(done)
 	sampler.Wait()
 	r.after, _ = rss(c.pids)
@@ -329,6 +355,67 @@ func attack(ctx context.Context, a hostile.Attack, tg hostile.Target, leases coo
 	r.peak = max(r.peak, r.atEnd)
 	mu.Unlock()
 	return r
+}
+
+// wellBehavedResult is what the well-behaved client's process prints.
+type wellBehavedResult struct {
+	Requests, Errors int
+	FirstError       string
+	Latencies        []time.Duration
+}
+
+// renew runs the well-behaved client in a process of its own until ctx
+// ends, and returns what it saw.
+func renew(ctx context.Context, c config) (hostile.ClientResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return hostile.ClientResult{}, err
+	}
+	// Ahead of the attacker in the CPU's queue (nice -19 needs root;
+	// without, nice says so and runs it as it is).
+	cmd := exec.Command("nice", "-n", "-19", self, "--well-behaved", "--kubeconfig", c.kubeconfig,
+		"--namespace", c.namespace, "--renew-interval", c.renewInterval.String())
+	cmd.Stderr = os.Stderr
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		return hostile.ClientResult{}, err
+	}
+	<-ctx.Done()
+	_ = cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		return hostile.ClientResult{}, fmt.Errorf("the well-behaved client: %w", err)
+	}
+	var w wellBehavedResult
+	if err := json.Unmarshal([]byte(out.String()), &w); err != nil {
+		return hostile.ClientResult{}, fmt.Errorf("the well-behaved client's result: %w", err)
+	}
+	r := hostile.ClientResult{Requests: w.Requests, Errors: w.Errors, Latencies: w.Latencies}
+	if w.FirstError != "" {
+		r.FirstError = errors.New(w.FirstError)
+	}
+	return r, nil
+}
+
+// renewUntilInterrupted is the well-behaved client's process.
+func renewUntilInterrupted(c config) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r := hostile.Renew(ctx, cs.CoordinationV1().Leases(c.namespace), "well-behaved", c.renewInterval)
+	w := wellBehavedResult{Requests: r.Requests, Errors: r.Errors, Latencies: r.Latencies}
+	if r.FirstError != nil {
+		w.FirstError = r.FirstError.Error()
+	}
+	return json.NewEncoder(os.Stdout).Encode(w)
 }
 
 // rss is the processes' summed RSS; ok is false without processes or
