@@ -17,12 +17,12 @@ import (
 //     be written, because a handler's write to the connection is stalled
 //     and the client does not read: at most maxQueuedControlFrames, as
 //     net/http's HTTP/2 server (x/net/http2's maxQueuedControlFrames).
-//     Past it the connection is closed at once: a GOAWAY could not be
-//     written either.
+//     Past it the connection ends without a GOAWAY (one could not be
+//     written either).
 //   - Answers waiting for the client's flow-control window: at most
 //     Server.MaxWaitingBytes a connection (32 MiB), each counting at
 //     least bufSize; a stream whose wait would pass it is reset, and
-//     the connection closed once 2 × MaxConcurrentStreams were (a client
+//     the connection ends once 2 × MaxConcurrentStreams were (a client
 //     opening them again would have their handlers start for ever). A
 //     wait longer than WriteByteTimeout without window resets the stream
 //     too: its client stopped reading it.
@@ -35,7 +35,9 @@ import (
 //     cost the server decoding all of it (an "HPACK bomb" of 16 KiB
 //     decodes to megabytes): past maxRefusedHeaders on a connection, it
 //     goes.
-//   - Request bodies: the receive windows, 1 MiB a connection.
+//   - Request bodies: the receive windows, 1 MiB a connection. The
+//     connection's grows only with the WINDOW_UPDATEs written: a client
+//     that stalls our writes cannot make us read more than that.
 //
 // A client past one of these bounds (kinds KindFlood and KindReset)
 // loses its connection, but not at once: nothing more of it is read for
@@ -43,8 +45,10 @@ import (
 // Closed at once, a flooding client opens the next connection at once,
 // and each costs a TLS handshake and whatever the client asks for before
 // it meets a bound again (a large list, to stall our writes): held, a
-// flood costs the server about one connection a second for each the
-// attacker keeps open, and the others' requests do not queue behind it.
+// flood costs the server about one connection every penalty for each
+// the attacker keeps open, and the others' requests do not queue behind
+// those bursts. A well-behaved client never meets a bound, so it is never
+// held.
 //
 // So what one connection pins is about MaxWaitingBytes, plus its running
 // handlers' own memory, plus maxQueuedHeaderBytes, plus a header block

@@ -99,9 +99,13 @@ func dialStalling(t *testing.T, ts *httptest.Server) *rawConn {
 }
 
 // TestControlFrameFlood: a client that makes the server queue control
-// frames while it reads nothing (a handler's write stalled) loses its
-// connection once maxQueuedControlFrames are queued, whatever the frame,
-// rather than growing the server's memory until the write times out.
+// frames while it reads nothing loses its connection once
+// maxQueuedControlFrames are queued, whatever the frame, rather than
+// growing the server's memory until the write times out: held, unread,
+// then closed. Whether a handler's write is what stalls (an endless
+// answer), or the control frames themselves fill TCP's buffers (no
+// request at all: the serve goroutine's own writes would stall, and it
+// must go on reading to see the flood).
 func TestControlFrameFlood(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -116,28 +120,30 @@ func TestControlFrameFlood(t *testing.T) {
 			return fr.WritePriority(101, http2.PriorityParam{StreamDep: 101})
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ts, ce := startCounted(t, http.HandlerFunc(endless), func(s *Server) { s.WriteByteTimeout = time.Hour })
-			rc := dialStalling(t, ts)
-			rc.headers(1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
-			// Far more than the bound: the connection must end first,
-			// unless the serve goroutine itself was the one to write
-			// when TCP's buffers filled: then it reads no more (the
-			// client's writes block), which bounds the queue as well.
-			var err error
-			for i := 0; i < 50*maxQueuedControlFrames && err == nil; i++ {
-				_ = rc.tc.SetWriteDeadline(time.Now().Add(3 * time.Second))
-				err = tc.send(rc.fr, i)
+		for _, request := range []bool{true, false} {
+			name := tc.name + "/alone"
+			if request {
+				name = tc.name + "/behind an answer"
 			}
-			if err == nil {
-				t.Fatalf("the server still takes %ss from a client that reads nothing", tc.name)
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Logf("the server stopped reading: %v", err)
-				return
-			}
-			ce.await(t, KindFlood)
-		})
+			t.Run(name, func(t *testing.T) {
+				ts, ce := startCounted(t, http.HandlerFunc(endless), func(s *Server) { s.WriteByteTimeout = time.Hour })
+				rc := dialStalling(t, ts)
+				if request {
+					rc.headers(1, true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x")
+				}
+				var err error
+				start := time.Now()
+				for i := 0; i < 200*maxQueuedControlFrames && err == nil; i++ {
+					_ = rc.tc.SetWriteDeadline(time.Now().Add(2 * penalty))
+					err = tc.send(rc.fr, i)
+				}
+				if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("the server did not close the connection of a client that reads none of its %ss: %v", tc.name, err)
+				}
+				t.Logf("closed after %v: %v", time.Since(start), err)
+				ce.await(t, KindFlood)
+			})
+		}
 	}
 }
 

@@ -230,9 +230,13 @@ func (c *conn) streamWriteErr(st *stream) error {
 	return c.werr
 }
 
-// flushLocked writes what is queued, c.wmu held (it is released while
-// writing). When another goroutine is writing, it leaves the frames to
-// it and, with wait, waits until they are written.
+// flushLocked has what is queued written, c.wmu held (it is released
+// while writing). With wait, the caller writes it, or, when another
+// goroutine is writing, waits until that one has. Without, it does not
+// wait: a goroutine of its own writes, unless one is writing already.
+// The serve goroutine queues its control frames so: were it to write
+// them itself, a client that stops reading would stop it reading too,
+// and what that client sends would never meet the control-frame bound.
 func (c *conn) flushLocked(wait bool) error {
 	if c.flushing {
 		if !wait {
@@ -244,7 +248,25 @@ func (c *conn) flushLocked(wait bool) error {
 		}
 		return c.werr
 	}
+	if len(c.out) == 0 || c.werr != nil {
+		return c.werr
+	}
 	c.flushing = true
+	if !wait {
+		go func() {
+			c.wmu.Lock()
+			defer c.wmu.Unlock()
+			c.writeOutLocked()
+		}()
+		return nil
+	}
+	c.writeOutLocked()
+	return c.werr
+}
+
+// writeOutLocked writes out until nothing is queued, c.wmu held and
+// c.flushing set by the caller.
+func (c *conn) writeOutLocked() {
 	for len(c.out) > 0 && c.werr == nil {
 		buf, p := c.out, c.outBuf
 		c.out, c.outBuf = nil, nil
@@ -273,7 +295,6 @@ func (c *conn) flushLocked(wait bool) error {
 		c.out, c.outBuf = nil, nil
 		c.outControl = 0
 	}
-	return c.werr
 }
 
 // write writes b to the connection. Its write deadline is moved
