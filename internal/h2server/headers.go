@@ -28,12 +28,13 @@ type headerBlockReader struct {
 	invalid   error
 	regular   bool // a regular field was seen
 
-	// A block split over CONTINUATION frames, while it is incomplete.
+	// A block split over CONTINUATION frames, while it is incomplete: its
+	// fragments are decoded as they come (not kept), wire counts them.
 	stream    uint32
 	endStream bool
 	priority  http2.PriorityParam
 	prio      bool
-	pending   []byte
+	wire      int
 }
 
 // decodedHeaders are a header block's fields, valid until the next block
@@ -105,50 +106,56 @@ func validFieldName(s string) bool {
 // headers takes a HEADERS frame: ok when it completes a block, which out
 // then holds.
 func (h *headerBlockReader) headers(f *http2.HeadersFrame, limit uint32, out *decodedHeaders) (bool, error) {
-	if f.HeadersEnded() {
-		return true, h.decode(f.StreamID, f.StreamEnded(), f.Priority, f.HasPriority(), f.HeaderBlockFragment(), limit, out)
-	}
 	h.stream, h.endStream, h.priority, h.prio = f.StreamID, f.StreamEnded(), f.Priority, f.HasPriority()
-	return false, h.gather(f.HeaderBlockFragment(), limit)
-}
-
-// continuation takes a CONTINUATION frame (the Framer checked that it
-// follows the HEADERS frame of its stream).
-func (h *headerBlockReader) continuation(f *http2.ContinuationFrame, limit uint32, out *decodedHeaders) (bool, error) {
-	if err := h.gather(f.HeaderBlockFragment(), limit); err != nil {
+	h.begin(limit)
+	if err := h.fragment(f.HeaderBlockFragment(), limit); err != nil {
 		return false, err
 	}
 	if !f.HeadersEnded() {
 		return false, nil
 	}
-	err := h.decode(h.stream, h.endStream, h.priority, h.prio, h.pending, limit, out)
-	h.pending = h.pending[:0]
-	if cap(h.pending) > 64<<10 {
-		h.pending = nil
-	}
-	return true, err
+	return true, h.end(limit, out)
 }
 
-// gather keeps a fragment of a block, refusing to keep a block far past
-// the limit (the CONTINUATION flood: a connection error, as the Framer's).
-func (h *headerBlockReader) gather(frag []byte, limit uint32) error {
-	if len(h.pending)+len(frag) > 2*int(limit) {
+// continuation takes a CONTINUATION frame (the Framer checked that it
+// follows the HEADERS frame of its stream).
+func (h *headerBlockReader) continuation(f *http2.ContinuationFrame, limit uint32, out *decodedHeaders) (bool, error) {
+	if err := h.fragment(f.HeaderBlockFragment(), limit); err != nil {
+		return false, err
+	}
+	if !f.HeadersEnded() {
+		return false, nil
+	}
+	return true, h.end(limit, out)
+}
+
+// begin starts decoding a block.
+func (h *headerBlockReader) begin(limit uint32) {
+	h.fields = h.fields[:0]
+	h.remaining, h.truncated, h.invalid, h.regular = limit, false, nil, false
+	h.wire = 0
+	h.hdec.SetEmitEnabled(true)
+	h.hdec.SetMaxStringLength(int(limit))
+}
+
+// fragment decodes a fragment of the block as it comes: nothing of it is
+// kept but the fields within the limit. A block far past the limit (the
+// CONTINUATION flood) is a connection error, as the Framer's; one HPACK
+// cannot decode too.
+func (h *headerBlockReader) fragment(frag []byte, limit uint32) error {
+	h.wire += len(frag)
+	if h.wire > 2*int(limit) {
 		return kindError{KindFlood, errHeaderFlood, http2.ConnectionError(http2.ErrCodeProtocol)}
 	}
-	h.pending = append(h.pending, frag...)
+	if _, err := h.hdec.Write(frag); err != nil {
+		return http2.ConnectionError(http2.ErrCodeCompression)
+	}
 	return nil
 }
 
-// decode decodes a complete block. A field that breaks the rules is a
-// stream error; a block HPACK cannot decode breaks the connection.
-func (h *headerBlockReader) decode(stream uint32, endStream bool, prio http2.PriorityParam, hasPrio bool, block []byte, limit uint32, out *decodedHeaders) error {
-	h.fields = h.fields[:0]
-	h.remaining, h.truncated, h.invalid, h.regular = limit, false, nil, false
-	h.hdec.SetEmitEnabled(true)
-	h.hdec.SetMaxStringLength(int(limit))
-	if _, err := h.hdec.Write(block); err != nil {
-		return http2.ConnectionError(http2.ErrCodeCompression)
-	}
+// end completes a block. A field that breaks the rules is a stream
+// error.
+func (h *headerBlockReader) end(limit uint32, out *decodedHeaders) error {
 	if err := h.hdec.Close(); err != nil {
 		return http2.ConnectionError(http2.ErrCodeCompression)
 	}
@@ -156,12 +163,12 @@ func (h *headerBlockReader) decode(stream uint32, endStream bool, prio http2.Pri
 		defer func() { h.fields = nil }()
 	}
 	if h.invalid != nil {
-		return http2.StreamError{StreamID: stream, Code: http2.ErrCodeProtocol, Cause: h.invalid}
+		return http2.StreamError{StreamID: h.stream, Code: http2.ErrCodeProtocol, Cause: h.invalid}
 	}
 	if err := checkPseudos(h.fields); err != nil {
-		return http2.StreamError{StreamID: stream, Code: http2.ErrCodeProtocol, Cause: err}
+		return http2.StreamError{StreamID: h.stream, Code: http2.ErrCodeProtocol, Cause: err}
 	}
-	*out = decodedHeaders{stream: stream, endStream: endStream, fields: h.fields, size: int(limit - h.remaining), truncated: h.truncated, priority: prio, prio: hasPrio}
+	*out = decodedHeaders{stream: h.stream, endStream: h.endStream, fields: h.fields, size: int(limit - h.remaining), truncated: h.truncated, priority: h.priority, prio: h.prio}
 	return nil
 }
 

@@ -63,10 +63,10 @@ const (
 	maxDrainBytes = 256 << 10
 	// maxRefusedHeaders bounds the header blocks a connection may send
 	// past MAX_HEADER_LIST_SIZE (each answered 431).
-	maxRefusedHeaders = 8
+	maxRefusedHeaders = 4
 	// penalty is how long a connection past a bound is held, unread,
 	// before it is closed.
-	penalty = 3 * time.Second
+	penalty = 5 * time.Second
 )
 
 // The kinds of ClientError.

@@ -35,10 +35,10 @@ const (
 // to stay small.
 const (
 	attackConns    = 2
-	// attackDuration outlasts h2server's penalty (3 s: a connection past
+	// attackDuration outlasts h2server's penalty (5 s: a connection past
 	// a bound is held, unread, that long before it is closed), so that
 	// every flooding connection is seen closed.
-	attackDuration = 5 * time.Second
+	attackDuration = 7 * time.Second
 	// renewInterval paces the well-behaved client.
 	renewInterval = 20 * time.Millisecond
 )

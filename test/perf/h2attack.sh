@@ -7,7 +7,8 @@
 #
 #   test/perf/h2attack.sh [attack ...]     # default: all; ~3 minutes an attack
 #
-# Environment: DURATION (30s), CONNS (4), RSS_LIMIT_MIB (4096: an attack
+# Environment: SYSTEMS ("leasehold kas"), DURATION (30s), CONNS (4),
+# RSS_LIMIT_MIB (4096: an attack
 # is stopped once the server passes it), OUT (/tmp/leasehold-h2attack),
 # PEERS_KIT (../shared/peers; its build.sh builds kube-apiserver and etcd
 # into ~/.cache/leasehold-peers). One log per system and attack in $OUT,
@@ -42,12 +43,17 @@ run() { # system attack
   "stop_$sys"
 }
 
+read -ra systems <<<"${SYSTEMS:-leasehold kas}"
 i=0
 for a in $ATTACKS; do
-  if [ $((i % 2)) = 0 ]; then run leasehold "$a"; run kas "$a"; else run kas "$a"; run leasehold "$a"; fi
+  if [ $((i % 2)) = 0 ]; then
+    for sys in "${systems[@]}"; do run "$sys" "$a"; done
+  else
+    for ((j = ${#systems[@]} - 1; j >= 0; j--)); do run "${systems[j]}" "$a"; done
+  fi
   i=$((i + 1))
   echo "== $a"
-  for sys in leasehold kas; do
+  for sys in "${systems[@]}"; do
     { grep -E "^(attack|$a) " "$OUT/$sys-$a.log" || tail -3 "$OUT/$sys-$a.err"; grep -E "^# ([0-9]+ connections|$a:)" "$OUT/$sys-$a.log" || true; } | sed "s/^/   $sys: /"
   done
 done
