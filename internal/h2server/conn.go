@@ -220,7 +220,7 @@ func (c *conn) serve() {
 				// An attack's GOAWAY waits: the client would open the
 				// next connection as soon as it reads it. Then it has
 				// closeDelay to be written (writes may be stalled).
-				time.Sleep(penalty)
+				time.Sleep(c.srv.hold())
 				time.AfterFunc(closeDelay, c.closeNow)
 			}
 			c.connError(http2.ErrCode(ce), err)

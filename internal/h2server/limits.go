@@ -41,11 +41,12 @@ import (
 //
 // A client past one of these bounds (kinds KindFlood and KindReset)
 // loses its connection, but not at once: nothing more of it is read for
-// penalty, and its GOAWAY, when one can be written, comes after that.
+// Server.Hold (defaultHold), and its GOAWAY, when one can be written,
+// comes after that.
 // Closed at once, a flooding client opens the next connection at once,
 // and each costs a TLS handshake and whatever the client asks for before
 // it meets a bound again (a large list, to stall our writes): held, a
-// flood costs the server about one connection every penalty for each
+// flood costs the server about one connection every Hold for each
 // the attacker keeps open, and the others' requests do not queue behind
 // those bursts. A well-behaved client never meets a bound, so it is never
 // held.
@@ -64,9 +65,12 @@ const (
 	// maxRefusedHeaders bounds the header blocks a connection may send
 	// past MAX_HEADER_LIST_SIZE (each answered 431).
 	maxRefusedHeaders = 4
-	// penalty is how long a connection past a bound is held, unread,
-	// before it is closed.
-	penalty = 5 * time.Second
+	// defaultHold is how long a connection past a bound is held,
+	// unread, before it is closed: long enough that reconnecting
+	// attackers cost the server little (measured: 3 s left two attacks'
+	// bursts in a well-behaved client's p99), short for a client that
+	// went past a bound by a bug.
+	defaultHold = 5 * time.Second
 )
 
 // The kinds of ClientError.
@@ -159,7 +163,7 @@ func (c *conn) queuedControl() {
 
 // floodLocked ends the connection of a client past a bound, c.wmu held,
 // without a GOAWAY (it could not be written): nothing more is written or
-// read, and the connection closes after penalty, which ends a stalled
+// read, and the connection closes after the hold, which ends a stalled
 // write, every writer waiting, and the serve goroutine.
 func (c *conn) floodLocked(cause error) {
 	if c.werr != nil {
@@ -168,8 +172,9 @@ func (c *conn) floodLocked(cause error) {
 	c.werr = cause
 	c.wcond.Broadcast()
 	c.clientError(KindFlood, cause)
-	c.heldUntil.Store(time.Now().Add(penalty).UnixNano())
-	time.AfterFunc(penalty, c.closeNow)
+	hold := c.srv.hold()
+	c.heldUntil.Store(time.Now().Add(hold).UnixNano())
+	time.AfterFunc(hold, c.closeNow)
 }
 
 // heldOff waits, in the serve goroutine, until a connection past a bound

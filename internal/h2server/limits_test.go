@@ -134,7 +134,7 @@ func TestControlFrameFlood(t *testing.T) {
 				var err error
 				start := time.Now()
 				for i := 0; i < 200*maxQueuedControlFrames && err == nil; i++ {
-					_ = rc.tc.SetWriteDeadline(time.Now().Add(2 * penalty))
+					_ = rc.tc.SetWriteDeadline(time.Now().Add(2 * defaultHold))
 					err = tc.send(rc.fr, i)
 				}
 				if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -314,7 +314,7 @@ func TestWaitingResetsClose(t *testing.T) {
 // answered 431, each costing the server the whole block's decoding (an
 // "HPACK bomb"); past maxRefusedHeaders the connection is a flood: read
 // no more (a PING sent then is not answered) and ended by a GOAWAY
-// ENHANCE_YOUR_CALM only after the penalty, so that the client cannot
+// ENHANCE_YOUR_CALM only after the hold, so that the client cannot
 // open its next connection at once.
 func TestRefusedHeadersHeld(t *testing.T) {
 	ts, ce := startCounted(t, http.NotFoundHandler(), func(s *Server) { s.MaxHeaderBytes = 1000 })
@@ -346,8 +346,8 @@ func TestRefusedHeadersHeld(t *testing.T) {
 			if f.ErrCode != http2.ErrCodeEnhanceYourCalm {
 				t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM", f.ErrCode)
 			}
-			if held := time.Since(sent); held < penalty {
-				t.Errorf("GOAWAY after %v, want the penalty, %v", held, penalty)
+			if held := time.Since(sent); held < defaultHold {
+				t.Errorf("GOAWAY after %v, want the hold, %v", held, defaultHold)
 			}
 			return
 		}

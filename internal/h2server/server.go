@@ -56,6 +56,10 @@ type Server struct {
 	// WriteByteTimeout closes a connection when a write to it makes no
 	// progress for this long; 0 means 60 s.
 	WriteByteTimeout time.Duration
+	// Hold is how long a connection whose client went past one of the
+	// bounds of limits.go is held, unread, before it is closed
+	// (defaultHold when 0).
+	Hold time.Duration
 	// MaxWaitingBytes bounds the bytes of answers one connection holds
 	// while they wait for the client to open its flow-control window
 	// (each waiting answer counts at least bufSize, for what its handler
@@ -156,6 +160,13 @@ func (s *Server) maxStreams() uint32 {
 		return defaultMaxStreams
 	}
 	return s.MaxConcurrentStreams
+}
+
+func (s *Server) hold() time.Duration {
+	if s.Hold <= 0 {
+		return defaultHold
+	}
+	return s.Hold
 }
 
 func (s *Server) maxWaitingBytes() int64 {

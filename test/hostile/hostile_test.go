@@ -34,11 +34,12 @@ const (
 // an unbounded queue to pass its bound, short enough for a failing run
 // to stay small.
 const (
-	attackConns    = 2
-	// attackDuration outlasts h2server's penalty (5 s: a connection past
-	// a bound is held, unread, that long before it is closed), so that
-	// every flooding connection is seen closed.
-	attackDuration = 7 * time.Second
+	attackConns = 2
+	// attackDuration outlasts h2server's hold (5 s: a connection past
+	// a bound is held, unread, that long before it is closed; 1 s more
+	// when its GOAWAY cannot be written), so that every flooding
+	// connection is seen closed.
+	attackDuration = 8 * time.Second
 	// renewInterval paces the well-behaved client.
 	renewInterval = 20 * time.Millisecond
 )

@@ -22,14 +22,11 @@ set -euo pipefail
 ROUNDS=${1:-3}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/test/perf/serve.sh"
-KIT=$(cd "${PEERS_KIT:-$REPO/../shared/peers}" && pwd)
-PEERS_DIR=${PEERS_DIR:-$HOME/.cache/leasehold-peers}
-export PEERS_DIR
+peers_kit
 PEERS_BIN=$PEERS_DIR/bin
 OUT=${OUT:-/tmp/leasehold-compare}
 LEASES=${LEASES:-20000} RENEW=${RENEW:-20s} FANOUT=${FANOUT:-30s} WATCHERS=${WATCHERS:-500}
 PHASES=${PHASES:-list renew fanout}
-[ -x "$PEERS_BIN/kube-apiserver" ] || { echo "no $PEERS_BIN/kube-apiserver: run $KIT/build.sh first" >&2; exit 1; }
 mkdir -p "$OUT"
 LH=$OUT/leasehold
 # Built aside and copied: a binary the Go linker has just written (through

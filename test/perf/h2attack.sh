@@ -17,12 +17,9 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/test/perf/serve.sh"
-KIT=$(cd "${PEERS_KIT:-$REPO/../shared/peers}" && pwd)
-PEERS_DIR=${PEERS_DIR:-$HOME/.cache/leasehold-peers}
-export PEERS_DIR
+peers_kit
 OUT=${OUT:-/tmp/leasehold-h2attack}
 DURATION=${DURATION:-30s} CONNS=${CONNS:-4} RSS_LIMIT_MIB=${RSS_LIMIT_MIB:-4096}
-[ -x "$PEERS_DIR/bin/kube-apiserver" ] || { echo "no $PEERS_DIR/bin/kube-apiserver: run $KIT/build.sh first" >&2; exit 1; }
 mkdir -p "$OUT"
 LH=$OUT/leasehold
 (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/h2attack" ./test/perf/h2attack) && cp "$LH.new" "$LH" && rm "$LH.new"

@@ -19,6 +19,16 @@ serve_leasehold() {
   exit 1
 }
 
+# peers_kit sets KIT (the peers kit: $PEERS_KIT, default ../shared/peers
+# beside the repository $REPO) and PEERS_DIR (where its build.sh put
+# kube-apiserver and etcd), and exits the script when they are not built.
+peers_kit() {
+  KIT=$(cd "${PEERS_KIT:-$REPO/../shared/peers}" && pwd)
+  PEERS_DIR=${PEERS_DIR:-$HOME/.cache/leasehold-peers}
+  export PEERS_DIR
+  [ -x "$PEERS_DIR/bin/kube-apiserver" ] || { echo "no $PEERS_DIR/bin/kube-apiserver: run $KIT/build.sh first" >&2; exit 1; }
+}
+
 # start_SYSTEM starts a fresh server for the side-by-side scripts, and
 # sets KC (its kubeconfig) and PIDS (comma-separated); stop_SYSTEM ends
 # it. leasehold is the binary $LH; kube-apiserver and etcd are the peers

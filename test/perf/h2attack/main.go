@@ -48,6 +48,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/bench"
@@ -152,12 +153,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, cs, err := clientFor(c.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -397,14 +393,21 @@ func renew(ctx context.Context, c config) (hostile.ClientResult, error) {
 	return r, nil
 }
 
-// renewUntilInterrupted is the well-behaved client's process.
-func renewUntilInterrupted(c config) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+// clientFor is the client of the server in kubeconfig, without
+// client-go's rate limit.
+func clientFor(kubeconfig string) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cfg.QPS, cfg.Burst = -1, 0
 	cs, err := kubernetes.NewForConfig(cfg)
+	return cfg, cs, err
+}
+
+// renewUntilInterrupted is the well-behaved client's process.
+func renewUntilInterrupted(c config) error {
+	_, cs, err := clientFor(c.kubeconfig)
 	if err != nil {
 		return err
 	}
