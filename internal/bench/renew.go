@@ -19,8 +19,10 @@ import (
 // latency. The leases are the ones Fill creates: Renew does not create
 // them (creating is Fill's measurement), and answers ErrNotFilled when the
 // first or the last is missing. With several servers the clients are
-// spread over them, and each server's share is reported too.
-func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, duration time.Duration) error {
+// spread over them, and each server's share is reported too. With read,
+// each renewal reads the lease first (a consistent GET) and then updates
+// it, as client-go's leader election does: its latency is both.
+func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, duration time.Duration, read bool) error {
 	if err := checkFilled(ctx, e, namespace, leases); err != nil {
 		return err
 	}
@@ -61,8 +63,9 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 					i = w
 				}
 				name := fmt.Sprintf("lease-%06d", i)
+				t := time.Now()
 				l := held[name]
-				if l == nil {
+				if l == nil || read {
 					var err error
 					if l, err = api.Get(ctx, name, metav1.GetOptions{}); err != nil {
 						if apierrors.IsNotFound(err) {
@@ -76,7 +79,9 @@ func Renew(ctx context.Context, e *Env, namespace string, leases, clients int, d
 				}
 				now := metav1.NowMicro()
 				l.Spec.RenewTime = &now
-				t := time.Now()
+				if !read {
+					t = time.Now()
+				}
 				out, err := api.Update(ctx, l, metav1.UpdateOptions{})
 				switch {
 				case apierrors.IsConflict(err):

@@ -57,7 +57,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		n := fs.Int("leases", 1000, "leases to renew: lease-000000 on, created by fill first (renew does not create them)")
 		clients := fs.Int("clients", 64, "parallel holders")
 		d := fs.Duration("duration", 10*time.Second, "how long to renew")
-		run = func(e *bench.Env) error { return bench.Renew(ctx, e, *namespace, *n, *clients, *d) }
+		read := fs.Bool("read", false, "read each lease before renewing it (GET + PUT, as client-go's leader election renews)")
+		run = func(e *bench.Env) error { return bench.Renew(ctx, e, *namespace, *n, *clients, *d, *read) }
 	case "fanout":
 		var fc bench.FanoutConfig
 		fs.IntVar(&fc.Watchers, "watchers", 1000, "watchers, each on its own connection")

@@ -74,7 +74,11 @@
 // that revision. So the engine asks for progress itself, like
 // kube-apiserver's cacher (apiserver/pkg/storage/cacher/progress): Revision
 // raises a target revision and any watch that has not yet reported the
-// target gets an immediate RequestProgress; a successful write of this
+// target gets an immediate RequestProgress, unless it delivered something
+// within the last few milliseconds (streamingGrace): a watch streaming
+// events is asked once it has been silent that long, as under a steady
+// write load the revisions it lags are on their way to it; a successful
+// write of this
 // engine raises the target too, and a watch that still lags it a moment
 // later (progressPeriod) is asked as well. Requests repeat every
 // progressPeriod while a watch lags, because etcd ignores a progress

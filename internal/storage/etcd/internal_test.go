@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -158,5 +160,37 @@ func TestNoSpaceMessage(t *testing.T) {
 	var ns *storage.NoSpaceError
 	if err := wrapErr("put", rpctypes.ErrNoSpace); !errors.As(err, &ns) || ns.Message != "etcdserver: mvcc: database space exceeded" {
 		t.Errorf("wrapErr(ErrNoSpace) = %v, want a NoSpaceError with etcd's message", err)
+	}
+}
+
+// TestSharedReads: every call gets a read that began after it joined
+// (what makes a shared read as linearizable as a read of its own), and
+// calls that come while a read is out share the next one.
+func TestSharedReads(t *testing.T) {
+	var clock, reads atomic.Int64
+	read := func() (int64, error) {
+		reads.Add(1)
+		began := clock.Add(1)
+		time.Sleep(time.Millisecond)
+		return began, nil
+	}
+	var q sharedReads
+	const calls = 200
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			joined := clock.Add(1)
+			r := q.join(read)
+			<-r.done
+			if r.rev <= joined {
+				t.Errorf("a call that joined at %d got a read that began at %d", joined, r.rev)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reads.Load(); n >= calls {
+		t.Errorf("%d calls made %d reads: none shared", calls, n)
+	} else {
+		t.Logf("%d calls made %d reads", calls, n)
 	}
 }

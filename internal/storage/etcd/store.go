@@ -173,9 +173,10 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	progress progress
-	space    noSpace
-	leases   leases
+	progress  progress
+	space     noSpace
+	leases    leases
+	revisions sharedReads
 }
 
 var (

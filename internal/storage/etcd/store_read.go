@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -89,6 +90,13 @@ func (s *Store) list(ctx context.Context, prefix string) (storage.ListResult, er
 // has every watch of this engine that has not reported it yet ask etcd for a
 // progress notification, so that a consistent read of the watch cache does
 // not wait for etcd's own progress interval (see the package documentation).
+//
+// Calls share reads: a call joins the next read to be sent, which is sent
+// after it began and so sees every write acknowledged before, and that read
+// answers every call that joined it. Alone, a call's read is sent at once;
+// under load one read answers all the calls that came while the last one
+// was out, and a consistent GET costs etcd and this process less than a
+// read of its own.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	ctx, end, err := s.begin(ctx)
 	if err != nil {
@@ -96,13 +104,77 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	}
 	defer end()
 	defer s.observe("revision", "", time.Now())
+	r := s.revisions.join(s.readRevision)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return 0, s.mapErr(ctx, "revision", ctx.Err())
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	s.progress.want(r.rev, true)
+	return r.rev, nil
+}
+
+// readRevision is one read of etcd's revision, for every Revision call
+// that joined it: within the store's life and request timeout, not any
+// one caller's context.
+func (s *Store) readRevision() (int64, error) {
+	ctx, end, err := s.begin(context.Background())
+	if err != nil {
+		return 0, fmt.Errorf("etcd: revision: %w", err)
+	}
+	defer end()
 	resp, err := s.client.Get(ctx, revisionProbeKey, clientv3.WithCountOnly())
 	if err != nil {
 		return 0, s.mapErr(ctx, "revision", err)
 	}
-	rev := resp.Header.Revision
-	s.progress.want(rev, true)
-	return rev, nil
+	return resp.Header.Revision, nil
+}
+
+// sharedReads coalesces the reads of Revision.
+type sharedReads struct {
+	mu sync.Mutex // guards out, next
+	// out: a read is being sent; next is the one calls join meanwhile.
+	out  bool
+	next *sharedRead
+}
+
+// sharedRead is one read and the calls waiting for it.
+type sharedRead struct {
+	done chan struct{} // closed once rev and err are set
+	rev  int64
+	err  error
+}
+
+// join returns the read the caller waits for: the next one, sent at
+// once when none is out.
+func (q *sharedReads) join(read func() (int64, error)) *sharedRead {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.next == nil {
+		q.next = &sharedRead{done: make(chan struct{})}
+	}
+	r := q.next
+	if !q.out {
+		q.out, q.next = true, nil
+		go q.send(r, read)
+	}
+	return r
+}
+
+// send does r's read, then sends the next one if calls joined it
+// meanwhile.
+func (q *sharedReads) send(r *sharedRead, read func() (int64, error)) {
+	for r != nil {
+		r.rev, r.err = read()
+		close(r.done)
+		q.mu.Lock()
+		r, q.next = q.next, nil
+		q.out = r != nil
+		q.mu.Unlock()
+	}
 }
 
 // prefixRange is the key range [from, end) of the keys under prefix; an

@@ -106,8 +106,9 @@ type watch struct {
 	// blocked is set while the goroutine waits for the consumer.
 	blocked atomic.Bool
 	// reported is the highest revision delivered, as an event or a
-	// progress note (from, at first).
+	// progress note (from, at first); advanced is when (UnixNano).
 	reported atomic.Int64
+	advanced atomic.Int64
 	// askedFor and askedAt are the target and time of the last progress
 	// request; only the progress requester's goroutine uses them.
 	askedFor int64
@@ -227,6 +228,7 @@ func (w *watch) send(ctx context.Context, ev storage.Event) error {
 		}
 	}
 	w.reported.Store(ev.Revision)
+	w.advanced.Store(time.Now().UnixNano())
 	return nil
 }
 

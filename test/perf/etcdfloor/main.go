@@ -1,0 +1,110 @@
+// Command etcdfloor asks of etcd what a lease renewal must ask of it, and
+// nothing else: one compare-and-swap transaction (If the key's
+// ModRevision is the one last read, Then Put the value, Else Get it), of a
+// value the size of a stored Lease, from a bare etcd client, --clients at
+// once over --keys keys (each client its own keys: no conflicts), for
+// --duration. With --probe each renewal first reads the store's revision
+// (a count-only Range, as a consistent GET must). etcd's CPU around the
+// run, divided by the transactions, is the least an API server on etcd can
+// cost etcd a renewal: test/perf/etcd.sh reads it from /proc.
+//
+//	go run ./test/perf/etcdfloor --endpoints http://127.0.0.1:23790 --duration 20s
+//
+// It prints "etcdfloor: N transactions in D: R/s". Its keys are under
+// --prefix, deleted at the end.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func main() {
+	endpoints := flag.String("endpoints", "http://127.0.0.1:23790", "etcd client URLs, comma-separated")
+	prefix := flag.String("prefix", "/etcdfloor/", "prefix of the keys written")
+	clients := flag.Int("clients", 32, "transactions at once")
+	keys := flag.Int("keys", 1000, "keys renewed")
+	valueBytes := flag.Int("value-bytes", 350, "size of each value (a stored Lease's, protobuf)")
+	duration := flag.Duration("duration", 20*time.Second, "how long to renew")
+	probe := flag.Bool("probe", false, "read the store's revision before each transaction, as a consistent GET does")
+	flag.Parse()
+	if err := run(*endpoints, *prefix, *clients, *keys, *valueBytes, *duration, *probe); err != nil {
+		fmt.Fprintln(os.Stderr, "etcdfloor:", err)
+		os.Exit(1)
+	}
+}
+
+func run(endpoints, prefix string, clients, keys, valueBytes int, duration time.Duration, probe bool) error {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	value := strings.Repeat("x", valueBytes)
+	revs := make([]int64, keys)
+	for i := range keys {
+		resp, err := cli.Put(ctx, key(prefix, i), value)
+		if err != nil {
+			return err
+		}
+		revs[i] = resp.Header.Revision
+	}
+	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
+
+	var done atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	end := time.Now().Add(duration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			var mine []int // this client's keys: no other writes them
+			for i := c; i < keys; i += clients {
+				mine = append(mine, i)
+			}
+			for n := 0; len(mine) > 0 && time.Now().Before(end); n++ {
+				i := mine[n%len(mine)]
+				k := key(prefix, i)
+				if probe {
+					if _, err := cli.Get(ctx, "/etcdfloor-probe", clientv3.WithCountOnly()); err != nil {
+						errOnce.Do(func() { firstErr = err })
+						return
+					}
+				}
+				resp, err := cli.Txn(ctx).
+					If(clientv3.Compare(clientv3.ModRevision(k), "=", revs[i])).
+					Then(clientv3.OpPut(k, value)).
+					Else(clientv3.OpGet(k)).Commit()
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				if !resp.Succeeded {
+					errOnce.Do(func() { firstErr = fmt.Errorf("%s: conflict: another writer", k) })
+					return
+				}
+				revs[i] = resp.Header.Revision
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if firstErr != nil {
+		return firstErr
+	}
+	fmt.Printf("etcdfloor: %d transactions in %v: %.0f/s\n", done.Load(), took.Round(time.Millisecond), float64(done.Load())/took.Seconds())
+	return nil
+}
+
+func key(prefix string, i int) string { return fmt.Sprintf("%skey-%06d", prefix, i) }
