@@ -66,9 +66,12 @@ type conn struct {
 
 	// errored: a ClientError was reported; only the first is logged.
 	errored atomic.Bool
-	// heldUntil, when set, is when the connection of a client past a
-	// bound closes (UnixNano); nothing more of it is read (limits.go).
+	// heldUntil, when set, is when the hold of a client past a bound
+	// ends (UnixNano); nothing more of it is read meanwhile (limits.go).
 	heldUntil atomic.Int64
+	// closed is closed by closeNow: it ends a hold early (shutdown).
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	mu sync.Mutex // guards the fields below
 	// streams are the open ones, counted against MAX_CONCURRENT_STREAMS.
@@ -139,6 +142,7 @@ func newConn(s *Server, nc net.Conn, state *tls.ConnectionState, h http.Handler,
 		recvWindow:        initialWindow,
 		sendWindow:        initialWindow,
 		peerMaxFrame:      16384,
+		closed:            make(chan struct{}),
 	}
 	c.wcond.L = &c.wmu
 	c.henc = hpack.NewEncoder(&c.hbuf)
@@ -220,7 +224,8 @@ func (c *conn) serve() {
 				// An attack's GOAWAY waits: the client would open the
 				// next connection as soon as it reads it. Then it has
 				// closeDelay to be written (writes may be stalled).
-				time.Sleep(c.srv.hold())
+				c.hold(false)
+				c.heldOff()
 				time.AfterFunc(closeDelay, c.closeNow)
 			}
 			c.connError(http2.ErrCode(ce), err)
@@ -804,7 +809,10 @@ func (c *conn) closeSoon() {
 }
 
 // closeNow closes the connection; the serve goroutine then tears it down.
-func (c *conn) closeNow() { _ = c.nc.Close() }
+func (c *conn) closeNow() {
+	c.closeOnce.Do(func() { close(c.closed) })
+	_ = c.nc.Close()
+}
 
 // teardown ends everything the connection still has: the streams'
 // contexts and bodies, and writers waiting for it.

@@ -172,19 +172,33 @@ func (c *conn) floodLocked(cause error) {
 	c.werr = cause
 	c.wcond.Broadcast()
 	c.clientError(KindFlood, cause)
-	hold := c.srv.hold()
-	c.heldUntil.Store(time.Now().Add(hold).UnixNano())
-	time.AfterFunc(hold, c.closeNow)
+	c.hold(true)
 }
 
-// heldOff waits, in the serve goroutine, until a connection past a bound
-// is closed, reading nothing meanwhile; it reports whether it was one.
+// hold starts the hold of a client past a bound; closeAtEnd closes the
+// connection when it ends (for one whose GOAWAY cannot be written).
+func (c *conn) hold(closeAtEnd bool) {
+	d := c.srv.hold()
+	if c.heldUntil.CompareAndSwap(0, time.Now().Add(d).UnixNano()) && closeAtEnd {
+		time.AfterFunc(d, c.closeNow)
+	}
+}
+
+// heldOff waits, in the serve goroutine, until the connection's hold
+// ends or the connection is closed (at the hold's end, or by a
+// shutdown, which must not wait for it), reading nothing meanwhile; it
+// reports whether the connection was held.
 func (c *conn) heldOff() bool {
 	until := c.heldUntil.Load()
 	if until == 0 {
 		return false
 	}
-	time.Sleep(time.Until(time.Unix(0, until)))
+	t := time.NewTimer(time.Until(time.Unix(0, until)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.closed:
+	}
 	return true
 }
 

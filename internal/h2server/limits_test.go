@@ -1,6 +1,7 @@
 package h2server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -383,5 +384,29 @@ func TestWindowOverrunStalled(t *testing.T) {
 		if ke := (kindError{}); !errors.As(e.Err, &ke) || ke.cause != errWindowOverrun {
 			t.Errorf("client error %v, want the window's overrun", e.Err)
 		}
+	}
+}
+
+// TestShutdownEndsHold: a server shutting down does not wait for the
+// hold of a client past a bound: the held connection closes with the
+// others.
+func TestShutdownEndsHold(t *testing.T) {
+	ts, ce := startCounted(t, http.NotFoundHandler(), func(s *Server) { s.MaxHeaderBytes = 1000 })
+	rc := dialRaw(t, ts, 65536)
+	big := strings.Repeat("b", 300)
+	for i := range maxRefusedHeaders + 1 {
+		rc.headers(uint32(2*i+1), true, ":method", "GET", ":path", "/", ":scheme", "https", ":authority", "x", "x-1", big, "x-2", big, "x-3", big, "x-4", big)
+	}
+	ce.await(t, KindFlood)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*defaultHold)
+	defer cancel()
+	if err := ts.Config.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= defaultHold {
+		t.Errorf("shutdown took %v: it waited for the hold (%v)", took, defaultHold)
+	} else {
+		t.Logf("shutdown took %v", took)
 	}
 }
