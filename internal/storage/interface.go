@@ -67,7 +67,10 @@ type Interface interface {
 
 	// Put stores value under key if the key's current ModRevision equals
 	// expected; expected 0 means the key must not exist. On success it
-	// returns the stored KeyValue. On a failed precondition it returns a
+	// returns the stored KeyValue, except that an update's CreateRevision
+	// may be 0: etcd does not return it without a read in the transaction,
+	// which would cost every renewal, and no caller needs it (Get, List
+	// and Watch always report it). On a failed precondition it returns a
 	// *ConflictError (errors.Is ErrConflict) that carries the current value,
 	// so that callers can retry without another read. A value larger than
 	// the engine accepts fails with ErrTooLarge; a write the engine has no

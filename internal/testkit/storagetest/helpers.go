@@ -26,6 +26,22 @@ func mustPut(t *testing.T, s storage.Interface, key, value string, expected int6
 	return kv
 }
 
+// mustUpdate replaces prev's value. An engine may leave an update's
+// CreateRevision 0 (see storage.Interface.Put); it must not report another
+// than prev's. The result carries prev's, to compare with reads.
+func mustUpdate(t *testing.T, s storage.Interface, prev storage.KeyValue, value string, opts ...storage.PutOption) storage.KeyValue {
+	t.Helper()
+	kv := mustPut(t, s, prev.Key, value, prev.ModRevision, opts...)
+	switch kv.CreateRevision {
+	case 0:
+		kv.CreateRevision = prev.CreateRevision
+	case prev.CreateRevision:
+	default:
+		t.Errorf("update of %q: CreateRevision %d, want %d (or 0)", prev.Key, kv.CreateRevision, prev.CreateRevision)
+	}
+	return kv
+}
+
 func mustDelete(t *testing.T, s storage.Interface, key string, expected int64) storage.KeyValue {
 	t.Helper()
 	kv, err := s.Delete(t.Context(), key, expected)

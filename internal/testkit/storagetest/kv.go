@@ -70,13 +70,13 @@ func (s *suite) testPutCreateExisting(t *testing.T) {
 func (s *suite) testPutUpdate(t *testing.T) {
 	st := s.newStore(t)
 	v1 := mustPut(t, st, "/registry/leases/default/a", "v1", 0)
-	v2 := mustPut(t, st, v1.Key, "v2", v1.ModRevision)
+	v2 := mustUpdate(t, st, v1, "v2")
 	want := storage.KeyValue{Key: v1.Key, Value: []byte("v2"), CreateRevision: v1.CreateRevision, ModRevision: v1.ModRevision + 1}
 	diffKV(t, "Put update", v2, want)
 	diffKV(t, "Get after update", mustGet(t, st, v1.Key), want)
 
 	// The revision returned is the one to use next.
-	v3 := mustPut(t, st, v1.Key, "v3", v2.ModRevision)
+	v3 := mustUpdate(t, st, v2, "v3")
 	if v3.ModRevision != v2.ModRevision+1 || v3.CreateRevision != v1.CreateRevision {
 		t.Errorf("second update = %+v, want ModRevision %d, CreateRevision %d", v3, v2.ModRevision+1, v1.CreateRevision)
 	}
@@ -85,8 +85,8 @@ func (s *suite) testPutUpdate(t *testing.T) {
 func (s *suite) testPutStale(t *testing.T) {
 	st := s.newStore(t)
 	v1 := mustPut(t, st, "/registry/leases/default/a", "v1", 0)
-	v2 := mustPut(t, st, v1.Key, "v2", v1.ModRevision)
-	v3 := mustPut(t, st, v1.Key, "v3", v2.ModRevision)
+	v2 := mustUpdate(t, st, v1, "v2")
+	v3 := mustUpdate(t, st, v2, "v3")
 	r := mustRevision(t, st)
 
 	// Older revisions and a revision the key never had all conflict, and
@@ -193,7 +193,7 @@ func (s *suite) testPutTooLarge(t *testing.T) {
 func (s *suite) testDeleteMatching(t *testing.T) {
 	st := s.newStore(t)
 	v1 := mustPut(t, st, "/registry/leases/default/a", "v1", 0)
-	v2 := mustPut(t, st, v1.Key, "v2", v1.ModRevision)
+	v2 := mustUpdate(t, st, v1, "v2")
 	got := mustDelete(t, st, v1.Key, v2.ModRevision)
 	want := storage.KeyValue{Key: v1.Key, Value: []byte("v2"), CreateRevision: v1.CreateRevision, ModRevision: v2.ModRevision + 1}
 	diffKV(t, "Delete result", got, want)
@@ -208,7 +208,7 @@ func (s *suite) testDeleteMatching(t *testing.T) {
 func (s *suite) testDeleteMismatching(t *testing.T) {
 	st := s.newStore(t)
 	v1 := mustPut(t, st, "/registry/leases/default/a", "v1", 0)
-	v2 := mustPut(t, st, v1.Key, "v2", v1.ModRevision)
+	v2 := mustUpdate(t, st, v1, "v2")
 	r := mustRevision(t, st)
 	for _, expected := range []int64{v1.ModRevision, v2.ModRevision + 1} {
 		_, err := st.Delete(t.Context(), v1.Key, expected)
@@ -272,7 +272,7 @@ func (s *suite) testRevisionGlobal(t *testing.T) {
 	step("create a", a.ModRevision)
 	b := mustPut(t, st, "/registry/services/endpoints/ns1/b", "1", 0)
 	step("create b (other resource)", b.ModRevision)
-	a = mustPut(t, st, a.Key, "2", a.ModRevision)
+	a = mustUpdate(t, st, a, "2")
 	step("update a", a.ModRevision)
 	// Failed writes in between use no revision.
 	if _, err := st.Put(t.Context(), b.Key, []byte("x"), 0); err == nil {
@@ -296,9 +296,9 @@ func (s *suite) testCreateRevision(t *testing.T) {
 	if v1.CreateRevision != v1.ModRevision {
 		t.Errorf("created key: CreateRevision %d != ModRevision %d", v1.CreateRevision, v1.ModRevision)
 	}
-	v2 := mustPut(t, st, key, "v2", v1.ModRevision)
+	v2 := mustUpdate(t, st, v1, "v2")
 	mustPut(t, st, "/registry/leases/default/other", "x", 0)
-	v3 := mustPut(t, st, key, "v3", v2.ModRevision)
+	v3 := mustUpdate(t, st, v2, "v3")
 	for _, kv := range []storage.KeyValue{v2, v3, mustGet(t, st, key)} {
 		if kv.CreateRevision != v1.CreateRevision {
 			t.Errorf("after update to ModRevision %d: CreateRevision %d, want %d", kv.ModRevision, kv.CreateRevision, v1.CreateRevision)
@@ -320,9 +320,13 @@ func (s *suite) testCreateRevision(t *testing.T) {
 // acknowledged write: nothing acknowledged may be missing from them.
 func (s *suite) testRevisionLinearizable(t *testing.T) {
 	st := s.newStore(t)
-	var kv storage.KeyValue
+	kv := storage.KeyValue{Key: "/registry/leases/default/a"}
 	for i := range 20 {
-		kv = mustPut(t, st, "/registry/leases/default/a", string(rune('a'+i)), kv.ModRevision)
+		if i == 0 {
+			kv = mustPut(t, st, kv.Key, "a", 0)
+		} else {
+			kv = mustUpdate(t, st, kv, string(rune('a'+i)))
+		}
 		if rev := mustRevision(t, st); rev < kv.ModRevision {
 			t.Fatalf("Revision() = %d right after a write acknowledged at %d", rev, kv.ModRevision)
 		}

@@ -63,10 +63,10 @@ func (s *suite) testTTLRewrite(t *testing.T) {
 	start := mustRevision(t, st)
 	r := newEventReader(t, mustWatch(t, t.Context(), st, "/registry/events/", start), "/registry/events/", start, s.opts.Timeout+10*time.Second)
 	kept := mustPut(t, st, "/registry/events/ns/kept", "1", 0, storage.WithTTL(ttl))
-	kept = mustPut(t, st, kept.Key, "2", kept.ModRevision)
+	kept = mustUpdate(t, st, kept, "2")
 	renewed := mustPut(t, st, "/registry/events/ns/renewed", "1", 0, storage.WithTTL(ttl))
 	sentinel := mustPut(t, st, "/registry/events/ns/sentinel", "s", 0, storage.WithTTL(ttl))
-	renewed = mustPut(t, st, renewed.Key, "2", renewed.ModRevision, storage.WithTTL(ttl))
+	renewed = mustUpdate(t, st, renewed, "2", storage.WithTTL(ttl))
 
 	_, others := waitDeleted(t, r, sentinel.Key)
 	var renewedDel *storage.Event

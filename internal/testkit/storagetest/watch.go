@@ -27,7 +27,7 @@ func writeHistory(t *testing.T, st storage.Interface) history {
 	a1 := mustPut(t, st, "/registry/leases/ns/a", "a1", 0)
 	put(a1)
 	mustPut(t, st, "/registry/services/endpoints/ns/a", "e1", 0)
-	a2 := mustPut(t, st, a1.Key, "a2", a1.ModRevision)
+	a2 := mustUpdate(t, st, a1, "a2")
 	put(a2)
 	b1 := mustPut(t, st, "/registry/leases/ns/b", "b1", 0)
 	put(b1)
@@ -36,7 +36,7 @@ func writeHistory(t *testing.T, st storage.Interface) history {
 	h.want = append(h.want, deleteEvent(del))
 	a3 := mustPut(t, st, a1.Key, "a3", 0)
 	put(a3)
-	b2 := mustPut(t, st, b1.Key, "b2", b1.ModRevision)
+	b2 := mustUpdate(t, st, b1, "b2")
 	put(b2)
 	return h
 }
@@ -111,7 +111,7 @@ func (s *suite) testWatchLive(t *testing.T) {
 	if ev := r.next(); cmp.Diff(storage.Event{Type: storage.EventPut, KV: a1, Revision: a1.ModRevision}, ev, equateValues) != "" {
 		t.Fatalf("live create: got %+v, want the put of %+v", ev, a1)
 	}
-	a2 := mustPut(t, st, a1.Key, "a2", a1.ModRevision)
+	a2 := mustUpdate(t, st, a1, "a2")
 	if ev := r.next(); cmp.Diff(storage.Event{Type: storage.EventPut, KV: a2, Revision: a2.ModRevision}, ev, equateValues) != "" {
 		t.Fatalf("live update: got %+v, want the put of %+v", ev, a2)
 	}
@@ -157,16 +157,16 @@ func (s *suite) testWatchProgress(t *testing.T) {
 	w := mustWatch(t, t.Context(), st, "/registry/leases/", from)
 	r := newEventReader(t, w, "/registry/leases/", from, s.opts.Timeout)
 
-	var last storage.KeyValue
-	for i := range 5 {
-		last = mustPut(t, st, "/registry/services/endpoints/ns/e", string(rune('0'+i)), last.ModRevision)
+	last := mustPut(t, st, "/registry/services/endpoints/ns/e", "0", 0)
+	for i := 1; i < 5; i++ {
+		last = mustUpdate(t, st, last, string(rune('0'+i)))
 	}
 	if ev := r.untilProgress(last.ModRevision); ev.Revision != last.ModRevision {
 		t.Errorf("progress note at %d, want the store revision %d", ev.Revision, last.ModRevision)
 	}
 
 	// Events after a progress note still arrive, above it.
-	next := mustPut(t, st, mine.Key, "a2", mine.ModRevision)
+	next := mustUpdate(t, st, mine, "a2")
 	if ev := r.next(); ev.Revision != next.ModRevision || ev.KV.Key != mine.Key {
 		t.Errorf("after progress: got %v %q at %d, want the put at %d", ev.Type, ev.KV.Key, ev.Revision, next.ModRevision)
 	}
@@ -197,7 +197,7 @@ func (s *suite) testWatchCancel(t *testing.T) {
 		t.Errorf("Err() after the watch's context ended = %v, want nil", err)
 	}
 	// The store keeps working for others.
-	mustPut(t, st, kv.Key, "a2", kv.ModRevision)
+	mustUpdate(t, st, kv, "a2")
 
 	// A watch whose context has already ended closes at once.
 	w2, err := st.Watch(ctx, "/registry/leases/", from)
