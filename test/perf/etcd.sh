@@ -12,7 +12,9 @@
 #   floor      no API server: test/perf/etcdfloor's bare compare-and-swap
 #              transaction a renewal, of a stored Lease's size (what etcd
 #              cannot be asked less for a renewal), and with --probe a
-#              revision read before each (what a consistent GET adds)
+#              revision read before each (what a consistent GET adds);
+#              their "server" column is the bare client's own CPU, what
+#              the etcd client library alone costs a server on etcd
 #
 # Every server runs for the whole script, idle but for its own run; each
 # round runs them all, the order alternating. CPU comes from /proc: the
@@ -117,6 +119,7 @@ run() { # system round: one run, its line on stdout
   esac
   local hz=100 server etcd p99
   server=$(( (s1 - s0) * 1000000 / hz / n ))
+  case $sys in floor*) server=$(sed -n 's/.*client CPU \([0-9]*\) µs.*/\1/p' "$log") ;; esac
   etcd=$(( (e1 - e0) * 1000000 / hz / n ))
   [ "$sys" = embedded ] && etcd=0
   p99=$(grep -o 'p99=[^ ]*' "$log" | head -1 || true)

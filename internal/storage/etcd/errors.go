@@ -22,7 +22,7 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 	// our request timeout, or the caller.
 	if ctx.Err() != nil {
 		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, errClosed):
+		case s.ctx.Err() != nil || errors.Is(cause, errClosed):
 			return fmt.Errorf("etcd: %s: %w", op, errClosed)
 		case errors.Is(cause, errRequestTimeout):
 			return fmt.Errorf("etcd: %s: no answer within %v: %w (%w)", op, s.opts.RequestTimeout, storage.ErrUnavailable, context.DeadlineExceeded)

@@ -261,13 +261,13 @@ func (s *Store) begin(ctx context.Context) (rctx context.Context, end func(), er
 	s.active.Add(1)
 	s.mu.RUnlock()
 
-	cctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(s.ctx, func() { cancel(errClosed) })
-	tctx, cancelTimeout := context.WithTimeoutCause(cctx, s.opts.RequestTimeout, errRequestTimeout)
-	return tctx, func() {
-		cancelTimeout()
+	// One context a request (mapErr tells a close by the store's own):
+	// every request pays for what is made here.
+	rctx, cancel := context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errRequestTimeout)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return rctx, func() {
 		stop()
-		cancel(nil)
+		cancel()
 		s.active.Done()
 	}, nil
 }

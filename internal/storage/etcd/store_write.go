@@ -21,24 +21,25 @@ import (
 // Events: etcd deletes the key when the lease expires, and tools reading
 // etcd see the lease.
 func (s *Store) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
-	op := fmt.Sprintf("put %q", key)
+	// The name of the request, for errors only: formatting it costs.
+	op := func() string { return fmt.Sprintf("put %q", key) }
 	if expected < 0 {
-		return storage.KeyValue{}, fmt.Errorf("etcd: %s: negative expected revision %d", op, expected)
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: negative expected revision %d", op(), expected)
 	}
 	ctx, end, err := s.begin(ctx)
 	if err != nil {
-		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, err)
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op(), err)
 	}
 	defer end()
 	if len(value) > s.opts.MaxValueSize {
-		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w: %d bytes, at most %d", op, storage.ErrTooLarge, len(value), s.opts.MaxValueSize)
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w: %d bytes, at most %d", op(), storage.ErrTooLarge, len(value), s.opts.MaxValueSize)
 	}
 
 	var putOpts []clientv3.OpOption
 	if o := storage.NewPutOptions(opts); o.TTL > 0 {
 		id, err := s.leases.get(ctx, o.TTL)
 		if err != nil {
-			return storage.KeyValue{}, s.mapErr(ctx, op+": granting a lease", err)
+			return storage.KeyValue{}, s.mapErr(ctx, op()+": granting a lease", err)
 		}
 		putOpts = append(putOpts, clientv3.WithLease(id))
 	}
@@ -55,7 +56,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected int6
 	resp, err := s.client.Txn(ctx).If(cmp).Then(then...).Else(clientv3.OpGet(key)).Commit()
 	s.observe(opName, key, start)
 	if err != nil {
-		return storage.KeyValue{}, s.mapErr(ctx, op, err)
+		return storage.KeyValue{}, s.mapErr(ctx, op(), err)
 	}
 	if !resp.Succeeded {
 		return storage.KeyValue{}, conflict(key, expected, resp)
@@ -76,13 +77,13 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected int6
 // returns the deleted value, or, when the comparison fails, the current
 // one. See storage.Interface.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (storage.KeyValue, error) {
-	op := fmt.Sprintf("delete %q", key)
+	op := func() string { return fmt.Sprintf("delete %q", key) }
 	if expected <= 0 {
-		return storage.KeyValue{}, fmt.Errorf("etcd: %s: expected revision %d is not positive", op, expected)
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: expected revision %d is not positive", op(), expected)
 	}
 	ctx, end, err := s.begin(ctx)
 	if err != nil {
-		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, err)
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op(), err)
 	}
 	defer end()
 	defer s.observe("delete", key, time.Now())
@@ -92,12 +93,12 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (storage
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return storage.KeyValue{}, s.mapErr(ctx, op, err)
+		return storage.KeyValue{}, s.mapErr(ctx, op(), err)
 	}
 	if !resp.Succeeded {
 		ce := conflict(key, expected, resp)
 		if ce.Current == nil {
-			return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op, storage.ErrNotFound)
+			return storage.KeyValue{}, fmt.Errorf("etcd: %s: %w", op(), storage.ErrNotFound)
 		}
 		return storage.KeyValue{}, ce
 	}
@@ -105,7 +106,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (storage
 	prev := resp.Responses[0].GetResponseDeleteRange().GetPrevKvs()
 	if len(prev) != 1 {
 		// Cannot happen: the comparison saw the key at expected > 0.
-		return storage.KeyValue{}, fmt.Errorf("etcd: %s: the delete at %d returned %d previous values", op, rev, len(prev))
+		return storage.KeyValue{}, fmt.Errorf("etcd: %s: the delete at %d returned %d previous values", op(), rev, len(prev))
 	}
 	s.progress.want(rev, false)
 	return storage.KeyValue{Key: key, Value: prev[0].Value, CreateRevision: prev[0].CreateRevision, ModRevision: rev}, nil
