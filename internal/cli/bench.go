@@ -28,6 +28,7 @@ Scenarios (each drives a running server through its API):
   mirror   Endpoints mirrored into EndpointSlices: how long, how much memory, a burst
   registrations  make filled leases registrations of one service; their slices
   gc       leases owned by others: the collector's memory, and how fast it deletes them
+  heartbeat  node leases renewed as kubelets renew them: does the server keep up
 
 Run "leasehold bench <scenario> -h" for its flags; the manual's
 docs/performance.md has what they measured and how.
@@ -106,6 +107,22 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.IntVar(&gc.PerOwner, "per-owner", 100, "dependents of each owner Lease (gc-owner-NNNNNN)")
 		fs.IntVar(&gc.Clients, "clients", 32, "parallel clients")
 		run = func(e *bench.Env) error { gc.Namespace = *namespace; return bench.GC(ctx, e, gc) }
+	case "heartbeat":
+		hc := bench.HeartbeatConfig{}
+		fs.IntVar(&hc.Nodes, "nodes", 50000, "nodes, each renewing its Lease node-NNNNNN (created first when missing)")
+		fs.DurationVar(&hc.Period, "period", 10*time.Second, "how often each node renews (the kubelet's 10 s)")
+		fs.DurationVar(&hc.Duration, "duration", time.Minute, "how long to renew")
+		fs.IntVar(&hc.Conns, "connections", 16, "HTTP/2 connections the nodes share")
+		fs.IntVar(&hc.InFlight, "in-flight", 256, "requests waiting for an answer at once, at most")
+		run = func(e *bench.Env) error {
+			hc.Namespace = "kube-node-lease" // where kubelets renew, unless --namespace says otherwise
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "namespace" {
+					hc.Namespace = *namespace
+				}
+			})
+			return bench.Heartbeat(ctx, e, hc)
+		}
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil

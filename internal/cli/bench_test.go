@@ -9,8 +9,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/bench"
 	"github.com/leasehold/leasehold/internal/server"
@@ -27,6 +30,7 @@ func TestHelpIsNotAnError(t *testing.T) {
 		{"bench", "renew", "-h"},
 		{"bench", "fanout", "-h"},
 		{"bench", "storm", "-h"},
+		{"bench", "heartbeat", "-h"},
 		{"bench", "-h"},
 		{"snapshot", "-h"},
 		{"snapshot", "save", "-h"},
@@ -132,5 +136,78 @@ func TestBenchStorm(t *testing.T) {
 	}
 	if out := stdout.String(); !strings.Contains(out, "storm: no events (the baseline)") {
 		t.Errorf("baseline output:\n%s", out)
+	}
+}
+
+// TestBenchHeartbeat: node leases created where kubelets keep them, each
+// renewed every 200 ms with the bytes the server last returned, while
+// another writer keeps changing one of them: its heartbeats conflict, get
+// it again and succeed, as the kubelet's do; none fails.
+func TestBenchHeartbeat(t *testing.T) {
+	srv := testserver.Start(t)
+	c := srv.Client(t)
+	kc := []string{"--kubeconfig", srv.Kubeconfig(), "--server-pid", fmt.Sprint(os.Getpid())}
+	hb := append([]string{"bench", "heartbeat", "--nodes", "20", "--period", "200ms", "--duration", "2s", "--connections", "2", "--in-flight", "4"}, kc...)
+
+	// The other writer, from the moment node-000003 exists.
+	done := make(chan struct{})
+	defer close(done)
+	var changes atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			l, err := c.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), "node-000003", metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			l.Labels = map[string]string{"changed": strconv.FormatInt(changes.Load(), 10)}
+			if _, err := c.CoordinationV1().Leases("kube-node-lease").Update(t.Context(), l, metav1.UpdateOptions{}); err == nil {
+				changes.Add(1)
+			}
+		}
+	}()
+
+	var stdout bytes.Buffer
+	before := time.Now()
+	if err := Run(t.Context(), hb, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	t.Log(out)
+	m := regexp.MustCompile(`heartbeat: 20 nodes every 200ms over 2 connections: (\d+) of (\d+) due renewals made \(.*\), (\d+) failed, (\d+) conflicts; latency from when due n=\d+`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("heartbeat output:\n%s", out)
+	}
+	made, _ := strconv.Atoi(m[1])
+	if m[1] != m[2] || m[3] != "0" || made < 150 {
+		t.Errorf("%s of %s due renewals made (want 200 over 2 s), %s failed", m[1], m[2], m[3])
+	}
+	if m[4] == "0" || changes.Load() == 0 {
+		t.Errorf("%s conflicts with %d changes by the other writer: want some", m[4], changes.Load())
+	}
+	for _, want := range []string{"heartbeat: 20 node leases ready in ", "generator: ", "server: ", "sustained: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("heartbeat output lacks %q", want)
+		}
+	}
+
+	leases, err := c.CoordinationV1().Leases("kube-node-lease").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Items) != 20 {
+		t.Fatalf("%d leases in kube-node-lease, want 20", len(leases.Items))
+	}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != l.Name || l.Spec.RenewTime == nil || l.Spec.RenewTime.Time.Before(before.Add(time.Second)) {
+			t.Errorf("lease %s: holder %v, renewed %v; want held by itself and renewed in the run's last second", l.Name, l.Spec.HolderIdentity, l.Spec.RenewTime)
+		}
+	}
+	if got := leases.Items[3].Labels["changed"]; got == "" {
+		t.Errorf("node-000003 lost the other writer's label: the heartbeat overwrote it")
 	}
 }

@@ -11,10 +11,16 @@
 #   kas        kube-apiserver 1.36.3 on that same etcd
 #   floor      no API server: test/perf/etcdfloor's bare compare-and-swap
 #              transaction a renewal, of a stored Lease's size (what etcd
-#              cannot be asked less for a renewal), and with --probe a
-#              revision read before each (what a consistent GET adds);
-#              their "server" column is the bare client's own CPU, what
-#              the etcd client library alone costs a server on etcd
+#              cannot be asked less for a renewal);
+#   floor-probe  the same with a revision read before each (what a
+#              consistent GET adds) and a watch of the keys (what a watch
+#              cache adds): what one API server must ask of etcd, paced at
+#              the rate the etcd system last reached (etcd's cost a
+#              transaction falls as its rate rises: larger batches);
+#   floor3     the same with three watches, one a replica's watch cache,
+#              at etcd3's rate.
+#              The floors' "server" column is the bare client's own CPU:
+#              what the etcd client library alone costs a server on etcd.
 #
 # Every server runs for the whole script, idle but for its own run; each
 # round runs them all, the order alternating. CPU comes from /proc: the
@@ -37,7 +43,7 @@ RENEW=${RENEW:-20s}
 READ=${READ:-1}
 read_flag=()
 [ "$READ" = 1 ] && read_flag=(--read)
-SYSTEMS=${SYSTEMS:-embedded etcd etcd3 kas floor floor-probe}
+SYSTEMS=${SYSTEMS:-embedded etcd etcd3 kas floor floor-probe floor3}
 ETCD_URL=http://127.0.0.1:23790
 mkdir -p "$OUT"
 LH=$OUT/leasehold
@@ -103,13 +109,14 @@ run() { # system round: one run, its line on stdout
   etcd3) pids="${R[*]}" kc=$THREE_KC ;;
   etcd-base) pids=$BASEPID kc=$BASE_KC ;;
   kas) pids=$KAS kc=$KAS_KC ;;
-  floor | floor-probe) pids="" ;;
+  floor*) pids="" ;;
   esac
   local s0 e0 s1 e1 n
   s0=$(ticks $pids) e0=$(ticks "$ETCD")
   case $sys in
-  floor) "$OUT/etcdfloor" --endpoints "$ETCD_URL" --duration "$RENEW" >"$log" 2>&1 ;;
-  floor-probe) "$OUT/etcdfloor" --endpoints "$ETCD_URL" --duration "$RENEW" --probe >"$log" 2>&1 ;;
+  floor) "$OUT/etcdfloor" --endpoints "$ETCD_URL" --duration "$RENEW" --rate "${RATE[etcd]:-0}" >"$log" 2>&1 ;;
+  floor-probe) "$OUT/etcdfloor" --endpoints "$ETCD_URL" --duration "$RENEW" --probe --watchers 1 --rate "${RATE[etcd]:-0}" >"$log" 2>&1 ;;
+  floor3) "$OUT/etcdfloor" --endpoints "$ETCD_URL" --duration "$RENEW" --probe --watchers 3 --rate "${RATE[etcd3]:-0}" >"$log" 2>&1 ;;
   *) "$LH" bench renew --kubeconfig "$kc" --leases 1000 --clients 32 --duration "$RENEW" "${read_flag[@]}" >"$log" 2>&1 ;;
   esac
   s1=$(ticks $pids) e1=$(ticks "$ETCD")
@@ -117,6 +124,7 @@ run() { # system round: one run, its line on stdout
   floor*) n=$(sed -n 's/^etcdfloor: \([0-9]*\) transactions.*/\1/p' "$log") ;;
   *) n=$(awk -v d="${RENEW%s}" '/^renew: [0-9]+ clients/ {for (i = 1; i <= NF; i++) if ($(i+1) == "renews/s;") printf "%d", $i * d}' "$log") ;;
   esac
+  RATE[$sys]=$((n / ${RENEW%s}))
   local hz=100 server etcd p99
   server=$(( (s1 - s0) * 1000000 / hz / n ))
   case $sys in floor*) server=$(sed -n 's/.*client CPU \([0-9]*\) µs.*/\1/p' "$log") ;; esac
@@ -127,6 +135,7 @@ run() { # system round: one run, its line on stdout
     "$sys" "$2" "$n" "$((n / ${RENEW%s}))" "$server" "$etcd" "$((server + etcd))" "${p99:-}"
 }
 
+declare -A RATE # renewals a second each system last reached
 read -ra systems <<<"$SYSTEMS"
 for r in $(seq "$ROUNDS"); do
   order=("${systems[@]}")
