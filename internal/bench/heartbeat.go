@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +36,9 @@ type HeartbeatConfig struct {
 	// the requests waiting for an answer at once, over all of them.
 	Conns    int
 	InFlight int
+	// JSON makes the nodes speak JSON; by default they speak protobuf,
+	// as kubelets do.
+	JSON bool
 }
 
 // MaxHeartbeatLatency is the p99 under which a server sustains a node
@@ -62,7 +67,7 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 	}
 	conns := make([]*leaseClient, cfg.Conns)
 	for i := range conns {
-		if conns[i], err = newLeaseClient(e.configFor(i), cfg.Namespace); err != nil {
+		if conns[i], err = newLeaseClient(e.configFor(i), cfg.Namespace, !cfg.JSON); err != nil {
 			return err
 		}
 	}
@@ -203,14 +208,15 @@ func ownCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// leaseClient makes a node's requests over one HTTP/2 connection of its
-// own, JSON in and out, decoding nothing.
+// leaseClient makes nodes' requests over one HTTP/2 connection of its
+// own, in protobuf or JSON, decoding nothing.
 type leaseClient struct {
-	http *http.Client
-	base string // .../namespaces/NS/leases/
+	http   *http.Client
+	base   string // .../namespaces/NS/leases/
+	accept string
 }
 
-func newLeaseClient(base *rest.Config, namespace string) (*leaseClient, error) {
+func newLeaseClient(base *rest.Config, namespace string, protobuf bool) (*leaseClient, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.Proxy = noProxy // a connection of its own (see Env.clientFor)
 	tr, err := rest.TransportFor(cfg)
@@ -218,8 +224,9 @@ func newLeaseClient(base *rest.Config, namespace string) (*leaseClient, error) {
 		return nil, err
 	}
 	return &leaseClient{
-		http: &http.Client{Transport: tr, Timeout: time.Minute},
-		base: strings.TrimSuffix(cfg.Host, "/") + "/apis/coordination.k8s.io/v1/namespaces/" + namespace + "/leases/",
+		http:   &http.Client{Transport: tr, Timeout: time.Minute},
+		base:   strings.TrimSuffix(cfg.Host, "/") + "/apis/coordination.k8s.io/v1/namespaces/" + namespace + "/leases/",
+		accept: map[bool]string{true: protobufType, false: "application/json"}[protobuf],
 	}, nil
 }
 
@@ -233,9 +240,13 @@ func (lc *leaseClient) do(ctx context.Context, method, url string, body []byte) 
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", lc.accept)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		typ := lc.accept
+		if bytes.HasPrefix(body, []byte("{")) {
+			typ = "application/json" // a creation's
+		}
+		req.Header.Set("Content-Type", typ)
 	}
 	resp, err := lc.http.Do(req)
 	if err != nil {
@@ -281,7 +292,11 @@ const maxTries = 5
 // retried (the kubelet retries them too): the benchmark counts them.
 func (lc *leaseClient) renew(ctx context.Context, node string, last []byte) (body []byte, conflicted bool, err error) {
 	for try := 1; ; try++ {
-		put, err := withRenewTime(last, time.Now())
+		renewed := withRenewTime
+		if lc.accept == protobufType {
+			renewed = withRenewTimeProto
+		}
+		put, err := renewed(last, time.Now())
 		if err != nil {
 			return nil, conflicted, fmt.Errorf("lease %s: %w", node, err)
 		}
@@ -301,16 +316,27 @@ func (lc *leaseClient) renew(ctx context.Context, node string, last []byte) (bod
 	}
 }
 
-var renewTimeField = []byte(`"renewTime":"`)
+var (
+	specField      = []byte(`"spec":{`)
+	renewTimeField = []byte(`"renewTime":"`)
+)
 
 // withRenewTime returns a copy of a Lease's JSON with spec.renewTime set
-// to t (metadata holds no renewTime, so the first is the spec's).
+// to t. Servers write spec after metadata, whose labels and annotations
+// may hold anything: the spec is the last object named so (quotes in
+// strings are escaped, and managedFields' keys are prefixed), its
+// renewTime the first after it (its other fields are numbers and
+// escaped strings).
 func withRenewTime(lease []byte, t time.Time) ([]byte, error) {
-	i := bytes.Index(lease, renewTimeField)
+	spec := bytes.LastIndex(lease, specField)
+	if spec < 0 {
+		return nil, errors.New("no spec in the lease the server returned")
+	}
+	i := bytes.Index(lease[spec:], renewTimeField)
 	if i < 0 {
 		return nil, errors.New("no renewTime in the lease the server returned")
 	}
-	i += len(renewTimeField)
+	i += spec + len(renewTimeField)
 	j := bytes.IndexByte(lease[i:], '"')
 	if j < 0 {
 		return nil, errors.New("renewTime not terminated")
@@ -319,4 +345,70 @@ func withRenewTime(lease []byte, t time.Time) ([]byte, error) {
 	out = append(out, lease[:i]...)
 	out = t.UTC().AppendFormat(out, metav1.RFC3339Micro)
 	return append(out, lease[i+j:]...), nil
+}
+
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// protobufMagic starts every Kubernetes protobuf body; an
+// runtime.Unknown envelope follows, its raw (2) the object.
+var protobufMagic = []byte("k8s\x00")
+
+// withRenewTimeProto is withRenewTime for a Lease in protobuf: the
+// envelope's raw (2), the Lease's spec (2), the spec's renewTime (4, a
+// MicroTime: seconds 1, nanos 2) rewritten, the lengths around them with it.
+func withRenewTimeProto(lease []byte, t time.Time) ([]byte, error) {
+	env, ok := bytes.CutPrefix(lease, protobufMagic)
+	if !ok {
+		return nil, errors.New("the lease the server returned is not protobuf")
+	}
+	t = t.Truncate(time.Microsecond)
+	out, err := rewriteField(env, 2, func(raw []byte) ([]byte, error) {
+		return rewriteField(raw, 2, func(spec []byte) ([]byte, error) {
+			return rewriteField(spec, 4, func([]byte) ([]byte, error) {
+				b := protowire.AppendTag(nil, 1, protowire.VarintType)
+				b = protowire.AppendVarint(b, uint64(t.Unix()))
+				b = protowire.AppendTag(b, 2, protowire.VarintType)
+				return protowire.AppendVarint(b, uint64(t.Nanosecond())), nil
+			})
+		})
+	})
+	return append(append(make([]byte, 0, len(lease)+8), protobufMagic...), out...), err
+}
+
+// rewriteField returns msg with its length-delimited field num replaced by
+// f of its value (appended when msg has none), the other fields as they
+// were.
+func rewriteField(msg []byte, num protowire.Number, f func([]byte) ([]byte, error)) ([]byte, error) {
+	out := make([]byte, 0, len(msg)+8)
+	done := false
+	for len(msg) > 0 {
+		n, typ, l := protowire.ConsumeTag(msg)
+		if l < 0 {
+			return nil, protowire.ParseError(l)
+		}
+		vl := protowire.ConsumeFieldValue(n, typ, msg[l:])
+		if vl < 0 {
+			return nil, protowire.ParseError(vl)
+		}
+		if n == num && typ == protowire.BytesType && !done {
+			old, _ := protowire.ConsumeBytes(msg[l:])
+			v, err := f(old)
+			if err != nil {
+				return nil, err
+			}
+			out = protowire.AppendBytes(protowire.AppendTag(out, num, protowire.BytesType), v)
+			done = true
+		} else {
+			out = append(out, msg[:l+vl]...)
+		}
+		msg = msg[l+vl:]
+	}
+	if !done {
+		v, err := f(nil)
+		if err != nil {
+			return nil, err
+		}
+		out = protowire.AppendBytes(protowire.AppendTag(out, num, protowire.BytesType), v)
+	}
+	return out, nil
 }

@@ -114,6 +114,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.DurationVar(&hc.Duration, "duration", time.Minute, "how long to renew")
 		fs.IntVar(&hc.Conns, "connections", 16, "HTTP/2 connections the nodes share")
 		fs.IntVar(&hc.InFlight, "in-flight", 256, "requests waiting for an answer at once, at most")
+		fs.BoolVar(&hc.JSON, "json", false, "speak JSON (default protobuf, as kubelets do)")
 		run = func(e *bench.Env) error {
 			hc.Namespace = "kube-node-lease" // where kubelets renew, unless --namespace says otherwise
 			fs.Visit(func(f *flag.Flag) {

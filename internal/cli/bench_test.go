@@ -210,4 +210,13 @@ func TestBenchHeartbeat(t *testing.T) {
 	if got := leases.Items[3].Labels["changed"]; got == "" {
 		t.Errorf("node-000003 lost the other writer's label: the heartbeat overwrote it")
 	}
+
+	// In JSON, on the leases the run left.
+	stdout.Reset()
+	if err := Run(t.Context(), append(hb, "--json", "--duration", "500ms"), &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !regexp.MustCompile(`: (\d+) of (\d+) due renewals made \(.*\), 0 failed`).MatchString(out) || strings.Contains(out, ": 0 of") {
+		t.Errorf("heartbeat --json output:\n%s", out)
+	}
 }
