@@ -30,7 +30,12 @@ type HeartbeatConfig struct {
 	Nodes     int
 	// Period is how often each node renews (the kubelet: every 10 s, a
 	// quarter of its 40 s lease).
-	Period   time.Duration
+	Period time.Duration
+	// Warmup is renewed through before Duration is measured: the first
+	// seconds after a fleet's leases are created are slower (the store
+	// flushes and compacts them, the controllers take them in), and
+	// whether a server sustains a fleet is about the steady state.
+	Warmup   time.Duration
 	Duration time.Duration
 	// Conns are the HTTP/2 connections the nodes share; InFlight bounds
 	// the requests waiting for an answer at once, over all of them.
@@ -100,16 +105,18 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 	jobs := make(chan job, cfg.InFlight)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	proc := StartSampling(e.PIDs)
-	self0 := ownCPU()
 	start = time.Now()
-	end := start.Add(cfg.Duration)
+	measured := start.Add(cfg.Warmup) // renewals due from then on are measured
+	end := measured.Add(cfg.Duration)
 	var due, done, conflicts, failed atomic.Int64
 	var firstErr error
 	var lat Latencies
 	var mu sync.Mutex // guards lat and firstErr
 	prog = e.startProgress(func() string {
-		el := time.Since(start)
+		el := time.Since(measured)
+		if el < 0 {
+			return fmt.Sprintf("heartbeat: warming up, %v to go", (-el).Truncate(time.Second))
+		}
 		return fmt.Sprintf("heartbeat: %v of %v, %d renewals (%s), %d failed", el.Truncate(time.Second), cfg.Duration, done.Load(), rate(done.Load(), el), failed.Load())
 	})
 
@@ -124,7 +131,9 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 			if d := time.Until(at); d > time.Millisecond {
 				time.Sleep(d) // a millisecond early at most; those due then go at once
 			}
-			due.Add(1)
+			if !at.Before(measured) {
+				due.Add(1)
+			}
 			select {
 			case jobs <- job{int(k % int64(cfg.Nodes)), at}:
 			case <-rctx.Done():
@@ -148,14 +157,11 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 					nodes[j.node] = body
 				}
 				nodeMu[j.node].Unlock()
-				if conflicted {
-					conflicts.Add(1)
-				}
 				if err != nil {
 					if rctx.Err() != nil {
 						return
 					}
-					failed.Add(1)
+					failed.Add(1) // warming up or not: a failure is one
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -163,14 +169,23 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 					mu.Unlock()
 					continue
 				}
+				if j.due.Before(measured) {
+					continue // warming up
+				}
+				if conflicted {
+					conflicts.Add(1)
+				}
 				mine = append(mine, time.Since(j.due))
 				done.Add(1)
 			}
 		})
 	}
+	time.Sleep(time.Until(measured))
+	proc := StartSampling(e.PIDs)
+	self0 := ownCPU()
 	wg.Wait()
 	prog.Stop()
-	took := time.Since(start)
+	took := time.Since(measured)
 	proc.Sample()
 	self := ownCPU() - self0
 

@@ -111,7 +111,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		hc := bench.HeartbeatConfig{}
 		fs.IntVar(&hc.Nodes, "nodes", 50000, "nodes, each renewing its Lease node-NNNNNN (created first when missing)")
 		fs.DurationVar(&hc.Period, "period", 10*time.Second, "how often each node renews (the kubelet's 10 s)")
-		fs.DurationVar(&hc.Duration, "duration", time.Minute, "how long to renew")
+		fs.DurationVar(&hc.Duration, "duration", time.Minute, "how long to measure the renewals")
+		fs.DurationVar(&hc.Warmup, "warmup", 10*time.Second, "how long to renew before measuring (the first seconds after creating a fleet's leases are slower)")
 		fs.IntVar(&hc.Conns, "connections", 16, "HTTP/2 connections the nodes share")
 		fs.IntVar(&hc.InFlight, "in-flight", 256, "requests waiting for an answer at once, at most")
 		fs.BoolVar(&hc.JSON, "json", false, "speak JSON (default protobuf, as kubelets do)")
@@ -152,7 +153,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				bad = append(bad, "--"+f.Name)
 			}
 		case time.Duration:
-			if v < 0 || v == 0 && f.Name != "wait-expiry" {
+			if v < 0 || v == 0 && f.Name != "wait-expiry" && f.Name != "warmup" {
 				bad = append(bad, "--"+f.Name)
 			}
 		}

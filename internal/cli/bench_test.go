@@ -147,7 +147,7 @@ func TestBenchHeartbeat(t *testing.T) {
 	srv := testserver.Start(t)
 	c := srv.Client(t)
 	kc := []string{"--kubeconfig", srv.Kubeconfig(), "--server-pid", fmt.Sprint(os.Getpid())}
-	hb := append([]string{"bench", "heartbeat", "--nodes", "20", "--period", "200ms", "--duration", "2s", "--connections", "2", "--in-flight", "4"}, kc...)
+	hb := append([]string{"bench", "heartbeat", "--nodes", "20", "--period", "200ms", "--duration", "2s", "--warmup", "300ms", "--connections", "2", "--in-flight", "4"}, kc...)
 
 	// The other writer, from the moment node-000003 exists.
 	done := make(chan struct{})

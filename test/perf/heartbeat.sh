@@ -1,9 +1,9 @@
 #!/bin/bash
 # Node heartbeats at fleet scale: the largest number of nodes a server
 # sustains on one core, each renewing its Lease in kube-node-lease every
-# 10 s as the kubelet does (`leasehold bench heartbeat`: one PUT of the
-# Lease last returned; sustained = every due renewal made, none failed,
-# p99 from when due under 100 ms).
+# 10 s as the kubelet does (`leasehold bench heartbeat`, protobuf: one PUT
+# of the Lease last returned; after a 10 s warm-up, sustained = every due
+# renewal made, none failed, p99 from when due under 100 ms).
 #
 # The server (leasehold on its embedded store; kube-apiserver 1.36.3 with
 # its etcd 3.6.16, both) runs on CPU $SERVER_CPU alone, the generator on
@@ -15,7 +15,7 @@
 #
 #   test/perf/heartbeat.sh [nodes...]    # default 10000 20000 30000 40000 50000
 #
-# Environment: SYSTEMS ("leasehold kas"), DURATION (60s: six periods),
+# Environment: SYSTEMS ("leasehold kas"), DURATION (60s measured: six periods),
 # SERVER_CPU (0), GEN_CPU (1), OUT (/tmp/leasehold-heartbeat), PEERS_KIT
 # and PEERS_DIR as test/perf/compare.sh.
 set -euo pipefail
