@@ -55,8 +55,9 @@ const MaxHeartbeatLatency = 100 * time.Millisecond
 // the Lease as the server last returned it with a new renewTime, as the
 // kubelet renews (a conflict costs a GET and the PUT again). Latency
 // counts from when a renewal was due, so a generator or server falling
-// behind shows in it. It reports whether the server sustained the load:
-// every due renewal made, none failed, p99 under MaxHeartbeatLatency.
+// behind shows in it. After Warmup, it measures for Duration and reports
+// whether the server sustained the load: every due renewal made, none
+// failed (warm-up included), p99 under MaxHeartbeatLatency.
 //
 // The generator is lean so that it is not the limit: it never decodes a
 // Lease, only replaces the renewTime in the bytes the server sent, over
