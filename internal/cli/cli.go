@@ -101,6 +101,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	quiet, stopQuiet := context.WithCancel(ctx)
+	defer stopQuiet()
+	go gcpace.ReturnWhenQuiet(quiet, srv.Ready(), quietInterval)
 	// The service manager (systemd, Type=notify) hears READY=1 once the
 	// server serves and STOPPING=1 as soon as it begins to shut down.
 	stopped := make(chan struct{}) // closed when Run returns

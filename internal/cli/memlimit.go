@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // memoryLimitShare is the share of the memory available to the process
@@ -24,6 +25,10 @@ const memoryLimitShare = 0.9
 // live heap's worth (~35 MB there) saves a tenth of the server's CPU, for
 // at most 64 MiB more memory, and nothing once the live heap is larger.
 const gcHeadroom = 64 << 20
+
+// quietInterval is how long a server goes without a garbage collection
+// before the freed heap that headroom keeps is returned to the OS.
+const quietInterval = 30 * time.Second
 
 // setMemoryLimit gives the Go runtime a soft memory limit when GOMEMLIMIT
 // is not set (an explicit GOMEMLIMIT, "off" included, is honoured by the

@@ -1,8 +1,10 @@
 package gcpace
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -89,4 +91,41 @@ func TestGOGCSet(t *testing.T) {
 		t.Fatal("Start adjusted GOGC although GOGC was set")
 	}
 	p.Stop() // harmless
+}
+
+// TestReturnWhenQuiet: freed heap that a raised GOGC would keep is
+// returned once ready, and again after a quiet interval.
+func TestReturnWhenQuiet(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(maxPercent))
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+	released := func() int64 { metrics.Read(sample); return int64(sample[0].Value.Uint64()) }
+	garbage := func() {
+		var keep [][]byte
+		for range 48 {
+			keep = append(keep, make([]byte, 1<<20))
+		}
+		runtime.KeepAlive(keep)
+	}
+	ready := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); ReturnWhenQuiet(ctx, ready, 50*time.Millisecond) }()
+	defer func() { cancel(); <-done }()
+
+	for round, what := range []string{"once ready", "after a quiet interval"} {
+		runtime.GC() // the garbage is freed by a collection; the pages stay
+		garbage()
+		runtime.GC()
+		before := released()
+		if round == 0 {
+			close(ready)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for released()-before < 32<<20 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d MiB returned to the OS, want at least 32", what, (released()-before)>>20)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
