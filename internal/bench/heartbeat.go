@@ -181,7 +181,10 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 			}
 		})
 	}
-	time.Sleep(time.Until(measured))
+	select { // the warm-up
+	case <-time.After(time.Until(measured)):
+	case <-rctx.Done():
+	}
 	proc := StartSampling(e.PIDs)
 	self0 := ownCPU()
 	wg.Wait()
