@@ -92,8 +92,9 @@ type conn struct {
 	closing         bool
 	idle            *time.Timer
 	// recvWindow is what the client may still send on the connection:
-	// the window of the WINDOW_UPDATEs written, not merely queued (a
-	// client cannot know of one we could not send). returned is what
+	// the window of the WINDOW_UPDATEs being written or written, not
+	// merely queued (a client cannot know of one we could not send).
+	// returned is what
 	// handlers consumed since the last WINDOW_UPDATE.
 	recvWindow int32
 	returned   int32
@@ -113,7 +114,7 @@ type conn struct {
 	// in the write under way (limits.go).
 	outControl, writingControl int
 	// outGrant is the connection window the WINDOW_UPDATEs in out give:
-	// it joins recvWindow once they are written.
+	// it joins recvWindow once their write begins.
 	outGrant int32
 	// waitingBytes is what answers hold while they wait for window;
 	// waitingResets counts the streams reset for passing the bound.
@@ -863,8 +864,8 @@ func (c *conn) returnWindow(n int) {
 	}
 }
 
-// grant adds to the connection's receive window what a written
-// WINDOW_UPDATE gave.
+// grant adds to the connection's receive window what a WINDOW_UPDATE
+// whose write is beginning gives.
 func (c *conn) grant(incr int32) {
 	c.mu.Lock()
 	c.recvWindow += incr

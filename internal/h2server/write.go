@@ -274,10 +274,14 @@ func (c *conn) writeOutLocked() {
 		grant := c.outGrant
 		c.outGrant = 0
 		c.wmu.Unlock()
-		err := c.write(buf)
-		if err == nil && grant > 0 {
+		// The window a WINDOW_UPDATE gives counts from before its write:
+		// the client may act on it as soon as it arrives, which can be
+		// before write returns. Only the write under way is credited, so
+		// a client that stalls it is still held to what it could read.
+		if grant > 0 {
 			c.grant(grant)
 		}
+		err := c.write(buf)
 		c.wmu.Lock()
 		c.writingControl = 0
 		c.writtenBytes += int64(len(buf))
