@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -186,12 +186,13 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 	case <-rctx.Done():
 	}
 	proc := StartSampling(e.PIDs)
-	self0 := ownCPU()
+	self0, _ := cpuTime(os.Getpid())
 	wg.Wait()
 	prog.Stop()
 	took := time.Since(measured)
 	proc.Sample()
-	self := ownCPU() - self0
+	self1, _ := cpuTime(os.Getpid())
+	self := self1 - self0
 
 	n := done.Load()
 	p99 := lat.quantile(0.99)
@@ -217,15 +218,6 @@ func Heartbeat(ctx context.Context, e *Env, cfg HeartbeatConfig) error {
 }
 
 func nodeName(i int) string { return fmt.Sprintf("node-%06d", i) }
-
-// ownCPU is the CPU this process has used.
-func ownCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // leaseClient makes nodes' requests over one HTTP/2 connection of its
 // own, in protobuf or JSON, decoding nothing.
