@@ -47,7 +47,7 @@ func itemFormat(out Output) (format int, ok bool) {
 // res's version, from the memo when it holds it.
 func (c *Codecs) item(out Output, format int, res resources.Resource, obj Cached) ([]byte, error) {
 	return obj.Memo.item(format, res.VersionIndex(), func() ([]byte, error) {
-		v, err := res.FromStorage(obj.Obj)
+		v, err := res.FromStorage(obj.Object())
 		if err != nil {
 			return nil, err
 		}

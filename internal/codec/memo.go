@@ -20,11 +20,23 @@ type Memo struct {
 }
 
 // Cached is an object held by the watch cache with the memo of its
-// encodings. Obj is of its kind's storage version and shared: nobody may
-// modify it. A nil Memo (an object just written) memoises nothing.
+// encodings, or one just written (Obj, with a nil Memo, which memoises
+// nothing). The object is of its kind's storage version and shared: nobody
+// may modify it.
 type Cached struct {
-	Obj  resources.Object
+	Obj resources.Object
+	// From decodes the object when Obj is nil: the watch cache keeps
+	// objects encoded, and a memoised encoding needs no decoding.
+	From interface{ Decoded() resources.Object }
 	Memo *Memo
+}
+
+// Object returns the API object.
+func (c Cached) Object() resources.Object {
+	if c.Obj != nil {
+		return c.Obj
+	}
+	return c.From.Decoded()
 }
 
 // slot returns the memo slot of an item encoding; ok is false when it is

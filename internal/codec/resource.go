@@ -33,14 +33,14 @@ func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([
 		var result runtime.Object
 		switch t.Kind {
 		case "Table":
-			rv := obj.Obj.GetResourceVersion()
+			rv := obj.Object().GetResourceVersion()
 			table, err := c.table(res, t, []Cached{obj}, metav1.ListMeta{ResourceVersion: rv})
 			if err != nil {
 				return nil, err
 			}
 			result = table
 		case "PartialObjectMetadata":
-			result = partial(obj.Obj, t)
+			result = partial(obj.Object(), t)
 		default:
 			return nil, notAcceptableTransform(t, res.New())
 		}
@@ -50,7 +50,7 @@ func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([
 		if format == itemProtobuf && obj.Memo == nil {
 			// No memo keeps the item (the answer to a write): the
 			// envelope and the object are encoded into one buffer.
-			if b, ok, err := c.enveloped(res, obj.Obj); ok {
+			if b, ok, err := c.enveloped(res, obj.Object()); ok {
 				return b, err
 			}
 		}
@@ -64,7 +64,7 @@ func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([
 		}
 		return b, nil
 	}
-	v, err := res.FromStorage(obj.Obj)
+	v, err := res.FromStorage(obj.Object())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -102,7 +102,7 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 		case "PartialObjectMetadataList":
 			items := make([]metav1.PartialObjectMetadata, len(objs))
 			for i, obj := range objs {
-				items[i] = *partial(obj.Obj, t)
+				items[i] = *partial(obj.Object(), t)
 			}
 			var list runtime.Object
 			if t.Version == "v1beta1" {
@@ -130,7 +130,7 @@ func (c *Codecs) EncodeList(out Output, res resources.Resource, objs []Cached, l
 	list := res.Version.NewList()
 	items := make([]runtime.Object, len(objs))
 	for i, o := range objs {
-		v, err := res.FromStorage(o.Obj)
+		v, err := res.FromStorage(o.Object())
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -230,11 +230,12 @@ func (c *Codecs) table(res resources.Resource, t *Transform, objs []Cached, lm m
 		table.ColumnDefinitions = res.Kind.Table.Columns
 	}
 	now := time.Now()
-	for _, obj := range objs {
-		row := metav1.TableRow{Cells: res.Kind.Table.Row(obj.Obj, now)}
+	for _, o := range objs {
+		obj := o.Object()
+		row := metav1.TableRow{Cells: res.Kind.Table.Row(obj, now)}
 		switch t.Table.IncludeObject {
 		case metav1.IncludeObject:
-			v, err := res.FromStorage(obj.Obj)
+			v, err := res.FromStorage(obj)
 			if err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
@@ -244,7 +245,7 @@ func (c *Codecs) table(res resources.Resource, t *Transform, objs []Cached, lm m
 			}
 			row.Object.Object = typed
 		case metav1.IncludeMetadata, "":
-			row.Object.Object = partial(obj.Obj, t)
+			row.Object.Object = partial(obj, t)
 		}
 		table.Rows = append(table.Rows, row)
 	}

@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"fmt"
-	"hash/maphash"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -150,44 +149,6 @@ func AfterMetadata(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return data[env.rawAt+n+m:], true
-}
-
-// Digest stands for a storage encoding whose bytes are not kept (the
-// watch cache keeps objects decoded): hashes of the whole encoding and of
-// what follows its metadata (AfterMetadata). Different hashes prove two
-// encodings different; equal ones prove nothing. The zero Digest knows
-// nothing.
-type Digest struct {
-	all, afterMetadata uint64
-	known, hasAfter    bool
-}
-
-// digestSeed keys the digests of this process.
-var digestSeed = maphash.MakeSeed()
-
-// DigestOf digests a storage encoding.
-func DigestOf(data []byte) Digest {
-	d := Digest{all: maphash.Bytes(digestSeed, data), known: true}
-	if a, ok := AfterMetadata(data); ok {
-		d.afterMetadata, d.hasAfter = maphash.Bytes(digestSeed, a), true
-	}
-	return d
-}
-
-// Differs reports whether data is proven not to be the encoding d stands
-// for.
-func (d Digest) Differs(data []byte) bool {
-	return d.known && maphash.Bytes(digestSeed, data) != d.all
-}
-
-// DiffersAfterMetadata reports whether what follows data's metadata is
-// proven to differ from what follows it in the encoding d stands for.
-func (d Digest) DiffersAfterMetadata(data []byte) bool {
-	if !d.hasAfter {
-		return false
-	}
-	a, ok := AfterMetadata(data)
-	return ok && maphash.Bytes(digestSeed, a) != d.afterMetadata
 }
 
 // envelope is a protobuf storage encoding taken apart: the runtime.Unknown

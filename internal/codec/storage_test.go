@@ -98,40 +98,6 @@ func encodeStorage(t *testing.T, c *Codecs, l *coordinationv1.Lease) []byte {
 	return data
 }
 
-// TestDigest: a digest tells apart encodings that differ, and what
-// follows the metadata of encodings that differ there; it never tells
-// an encoding apart from itself.
-func TestDigest(t *testing.T) {
-	c := newCodecs(t)
-	encode := func(l *coordinationv1.Lease) []byte { return encodeStorage(t, c, l) }
-	l := testLease("a")
-	data := encode(l)
-	d := DigestOf(data)
-	if d.Differs(data) || d.Differs(bytes.Clone(data)) || d.DiffersAfterMetadata(data) {
-		t.Fatal("a digest tells its own encoding apart")
-	}
-	m := l.DeepCopy()
-	m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
-		Time: &metav1.Time{Time: time.Unix(1_800_000_000, 0)}}}
-	if md := encode(m); !d.Differs(md) || d.DiffersAfterMetadata(md) {
-		t.Errorf("a metadata change: Differs %v, DiffersAfterMetadata %v; want true, false", d.Differs(md), d.DiffersAfterMetadata(md))
-	}
-	s := l.DeepCopy()
-	renew := metav1.NewMicroTime(time.Unix(1_800_000_001, 0))
-	s.Spec.RenewTime = &renew
-	if sd := encode(s); !d.Differs(sd) || !d.DiffersAfterMetadata(sd) {
-		t.Errorf("a spec change: Differs %v, DiffersAfterMetadata %v; want true, true", d.Differs(sd), d.DiffersAfterMetadata(sd))
-	}
-	// What is not a protobuf storage encoding has no metadata to tell.
-	j := DigestOf([]byte(`{"kind":"Lease"}`))
-	if j.DiffersAfterMetadata(data) || !j.Differs(data) {
-		t.Error("a JSON encoding's digest")
-	}
-	if (Digest{}).Differs(data) || (Digest{}).DiffersAfterMetadata(data) {
-		t.Error("the zero digest knows something")
-	}
-}
-
 // TestDecodeStorage holds DecodeStorage's own protobuf decoding to the
 // serializer's.
 func TestDecodeStorage(t *testing.T) {

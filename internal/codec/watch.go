@@ -56,9 +56,9 @@ func (e *WatchEncoder) Event(typ watch.EventType, obj Cached, memo *EventMemo) (
 			return e.frame(string(typ), AppendObject(nil, e.out, e.res.GroupVersionKind(), item))
 		}
 		if t := e.out.Transform; t != nil && t.Kind == "PartialObjectMetadata" {
-			return e.encodeEvent(string(typ), partial(obj.Obj, t))
+			return e.encodeEvent(string(typ), partial(obj.Object(), t))
 		}
-		v, err := e.res.FromStorage(obj.Obj)
+		v, err := e.res.FromStorage(obj.Object())
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func (e *WatchEncoder) Event(typ watch.EventType, obj Cached, memo *EventMemo) (
 }
 
 func (e *WatchEncoder) tableEvent(typ watch.EventType, obj Cached) ([]byte, error) {
-	table, err := e.c.table(e.res, e.out.Transform, []Cached{obj}, metav1.ListMeta{ResourceVersion: obj.Obj.GetResourceVersion()})
+	table, err := e.c.table(e.res, e.out.Transform, []Cached{obj}, metav1.ListMeta{ResourceVersion: obj.Object().GetResourceVersion()})
 	if err != nil {
 		return nil, err
 	}

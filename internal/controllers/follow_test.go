@@ -58,14 +58,14 @@ func (v *view) apply(events []registry.Event) {
 			}
 			continue
 		}
-		name := ev.Object.Obj.GetName()
+		name := ev.Object.Object().GetName()
 		if v.seen != nil {
 			v.seen[name] = true
 		}
 		if ev.Type == watch.Deleted {
 			delete(v.objs, name)
 		} else {
-			v.objs[name] = ev.Object.Obj.GetResourceVersion()
+			v.objs[name] = ev.Object.Object().GetResourceVersion()
 		}
 	}
 }

@@ -48,9 +48,10 @@ func (l *registryLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 	if err != nil {
 		return nil, nil, err
 	}
-	lease, ok := c.Obj.(*coordinationv1.Lease)
+	obj := c.Object()
+	lease, ok := obj.(*coordinationv1.Lease)
 	if !ok {
-		return nil, nil, fmt.Errorf("lock: a %T is no Lease", c.Obj)
+		return nil, nil, fmt.Errorf("lock: a %T is no Lease", obj)
 	}
 	l.lease = lease
 	record := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)

@@ -24,6 +24,11 @@ type Mirror struct {
 	// index, when set, groups the objects by the key it returns; an
 	// object it returns false for is in no group.
 	index func(obj resources.Object) (types.NamespacedName, bool)
+	// Keep, when set before Run, chooses the objects held: changed still
+	// hears of every object, but Get and ByIndex know only those it
+	// returns true for, at their last change (a mirror of every Lease
+	// would keep every node's).
+	Keep func(obj resources.Object) bool
 
 	synced chan struct{} // closed after the first list: Synced
 
@@ -103,7 +108,7 @@ func (m *Mirror) apply(events []registry.Event) {
 			}
 			continue
 		}
-		obj := ev.Object.Obj
+		obj := ev.Object.Object()
 		k := KeyOf(obj)
 		m.mu.Lock()
 		if m.seen != nil {
@@ -113,7 +118,7 @@ func (m *Mirror) apply(events []registry.Event) {
 		// The same state as held replaces it too: a write's answer
 		// (Observe) gives way to the watch's object, which the
 		// registry's cache shares, instead of being a copy held twice.
-		if ev.Type == watch.Deleted {
+		if ev.Type == watch.Deleted || m.Keep != nil && !m.Keep(obj) {
 			m.setLocked(k, nil)
 		} else if old == nil || !newer(old, obj) {
 			m.setLocked(k, obj)

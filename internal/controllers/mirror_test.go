@@ -53,7 +53,7 @@ func TestMirrorLists(t *testing.T) {
 
 	// A newer state seen through a write survives a list that brings an
 	// older one.
-	m.Observe(candidate("b", "l2", "9").Object.Obj)
+	m.Observe(candidate("b", "l2", "9").Object.Object())
 	heard = nil
 	m.listing()
 	m.apply([]registry.Event{candidate("b", "l1", "7"), candidate("c", "l2", "8"), listEnd})

@@ -126,10 +126,14 @@ func isJSON(out codec.Output) bool { return out.Info.MediaType == codec.JSON && 
 // auditObject is obj as the audit log records it: without managedFields
 // when the policy says so.
 func (s *Server) auditObject(req *http.Request, obj codec.Cached) codec.Cached {
-	if !audit.RecordFrom(req.Context()).OmitManagedFields() || len(obj.Obj.GetManagedFields()) == 0 {
+	if !audit.RecordFrom(req.Context()).OmitManagedFields() {
 		return obj
 	}
-	c := obj.Obj.DeepCopyObject().(resources.Object)
+	o := obj.Object()
+	if len(o.GetManagedFields()) == 0 {
+		return obj
+	}
+	c := o.DeepCopyObject().(resources.Object)
 	c.SetManagedFields(nil)
 	return codec.Cached{Obj: c}
 }

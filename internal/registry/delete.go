@@ -206,7 +206,8 @@ func (r *Registry) DeleteCollection(ctx context.Context, res resources.Resource,
 		return nil, err
 	}
 	for _, o := range list.Items {
-		_, err := r.Delete(ctx, res, o.Obj.GetNamespace(), o.Obj.GetName(), opts)
+		obj := o.Object()
+		_, err := r.Delete(ctx, res, obj.GetNamespace(), obj.GetName(), opts)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}

@@ -229,7 +229,7 @@ func (r *Registry) expiredContinue(res resources.Resource, from string, err erro
 // the key range, and the full label and field selectors, the field labels
 // translated into the storage version's.
 func (r *Registry) selector(res resources.Resource, namespace string, opts *metainternalversion.ListOptions) (watchcache.Selector, error) {
-	sel := watchcache.Selector{Namespace: namespace, Label: opts.LabelSelector, Field: opts.FieldSelector, FieldValue: res.Kind.Fields.Value}
+	sel := watchcache.Selector{Namespace: namespace, Label: opts.LabelSelector, Field: opts.FieldSelector}
 	if sel.Label == nil {
 		sel.Label = labels.Everything()
 	}

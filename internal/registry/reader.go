@@ -19,5 +19,5 @@ func (rd reader) Get(ctx context.Context, res resources.Resource, namespace, nam
 	if err != nil {
 		return nil, err
 	}
-	return c.Obj, nil
+	return c.Object(), nil
 }

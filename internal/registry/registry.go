@@ -133,10 +133,12 @@ func New(cfg Config) (*Registry, error) {
 			return nil, err
 		}
 		st := &kindState{cache: watchcache.New(watchcache.Config{
-			Prefix:     r.kindPrefix(k),
-			Namespaced: k.Namespaced,
-			Decode:     r.decoder(k),
-			Window:     cfg.WatchWindow,
+			Prefix:      r.kindPrefix(k),
+			Namespaced:  k.Namespaced,
+			Decode:      r.decoder(k),
+			Fields:      k.Fields,
+			KeepDecoded: k.ReadDecoded,
+			Window:      cfg.WatchWindow,
 		})}
 		if st.fieldManagers, err = newFieldManagers(typeConverter, codecs.Scheme(), k); err != nil {
 			return nil, err

@@ -10,8 +10,9 @@ import (
 
 // Snapshot is the cached objects of one kind at one revision, read in
 // place: for readers that look at many objects on every request (the
-// RBAC authorizer reads every binding), with no copy and no encoding. Its
-// objects are of the storage version and shared: never modify them.
+// RBAC authorizer reads every binding), with no copy and no encoding
+// (the kinds they read are resources.Kind.ReadDecoded). Its objects are
+// of the storage version and shared: never modify them.
 type Snapshot struct {
 	k *resources.Kind
 	s *watchcache.State
@@ -45,7 +46,7 @@ func (s Snapshot) Get(namespace, name string) (resources.Object, bool) {
 	if !ok {
 		return nil, false
 	}
-	return o.Obj, true
+	return o.Decoded(), true
 }
 
 // Each calls fn with the objects of namespace in name order ("" for every
@@ -54,5 +55,5 @@ func (s Snapshot) Each(namespace string, fn func(resources.Object) bool) {
 	if namespace != "" && !s.k.Namespaced {
 		panic(fmt.Sprintf("registry: kind %s is not namespaced", s.k.Names.Kind))
 	}
-	s.s.Each(namespace, func(o *watchcache.Object) bool { return fn(o.Obj) })
+	s.s.Each(namespace, func(o *watchcache.Object) bool { return fn(o.Decoded()) })
 }

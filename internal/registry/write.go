@@ -408,9 +408,7 @@ func (r *Registry) beforeUpdate(res resources.Resource, sub *resources.Subresour
 type current struct {
 	obj  resources.Object // storage version, shared: never modified
 	rev  int64
-	data []byte // the stored bytes; nil when obj came from the cache
-	// digest is the stored bytes' when data is nil (from the cache).
-	digest codec.Digest
+	data []byte // the stored bytes (shared: never modified)
 	// fresh says the state was read from storage (or returned by a failed
 	// write), not from a possibly stale cache.
 	fresh bool
@@ -468,12 +466,9 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 			return nil, apierrors.NewInternalError(err)
 		}
 		if cur != nil {
-			same, err := r.sameAsStored(cur, data)
-			if err == nil && !same {
-				data, same, err = r.ignoreManagedFieldsTimes(newObj, cur, data)
-			}
-			if err != nil {
-				return nil, apierrors.NewInternalError(err)
+			same := bytes.Equal(data, cur.data)
+			if !same {
+				data, same = r.ignoreManagedFieldsTimes(newObj, cur, data)
 			}
 			if same {
 				if !cur.fresh {
@@ -530,64 +525,38 @@ func putOptions(k *resources.Kind) []storage.PutOption {
 // when the entries equal the stored ones but for their times, and the
 // object is otherwise unchanged, the stored times are kept. It returns the
 // encoding to store and whether it is the stored one.
-func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, data []byte) ([]byte, bool, error) {
+func (r *Registry) ignoreManagedFieldsTimes(obj resources.Object, cur *current, data []byte) ([]byte, bool) {
 	mf, old := obj.GetManagedFields(), cur.obj.GetManagedFields()
-	if len(mf) == 0 || len(mf) != len(old) {
-		return data, false, nil
-	}
-	if !sameEntries(mf, old, false) {
-		return data, false, nil
+	if len(mf) == 0 || len(mf) != len(old) || !sameEntries(mf, old, false) {
+		return data, false
 	}
 	// What lies after the metadata is not touched by the times: when it
 	// differs (a renewal's spec), restoring them cannot make the encodings
 	// equal, and the encoding that would prove it is saved.
 	if cur.differsAfterMetadata(data) {
-		return data, false, nil
+		return data, false
 	}
 	restored := slices.Clone(mf)
 	for i := range restored {
 		restored[i].Time = old[i].Time
 	}
 	obj.SetManagedFields(restored)
-	if d, err := r.codecs.EncodeStorage(obj); err == nil {
-		if same, err := r.sameAsStored(cur, d); err != nil || same {
-			return d, same, err
-		}
+	if d, err := r.codecs.EncodeStorage(obj); err == nil && bytes.Equal(d, cur.data) {
+		return d, true
 	}
 	obj.SetManagedFields(mf)
-	return data, false, nil
+	return data, false
 }
 
 // differsAfterMetadata reports whether what follows data's metadata is
-// proven to differ from what follows it in cur's stored encoding: by the
-// stored bytes when cur has them, else by their digest.
+// proven to differ from what follows it in cur's stored encoding.
 func (cur *current) differsAfterMetadata(data []byte) bool {
-	if cur.data == nil {
-		return cur.digest.DiffersAfterMetadata(data)
-	}
 	a, ok := codec.AfterMetadata(data)
 	if !ok {
 		return false
 	}
 	b, ok := codec.AfterMetadata(cur.data)
 	return ok && !bytes.Equal(a, b)
-}
-
-// sameAsStored reports whether data is byte for byte what is stored for
-// cur. A state from the cache has no stored bytes but their digest: when
-// the digest shows data to differ, the cached object need not be encoded
-// again to compare (a renewal is such an update).
-func (r *Registry) sameAsStored(cur *current, data []byte) (bool, error) {
-	if cur.data == nil {
-		if cur.digest.Differs(data) {
-			return false, nil
-		}
-		var err error
-		if cur.data, err = r.codecs.EncodeStorage(cur.obj); err != nil {
-			return false, err
-		}
-	}
-	return bytes.Equal(data, cur.data), nil
 }
 
 // readyToDelete reports whether an updated object has been marked for
@@ -621,7 +590,7 @@ func (r *Registry) cachedObject(k *resources.Kind, key string) (resources.Object
 	if !ok {
 		return nil, false
 	}
-	return o.Obj, true
+	return o.Decoded(), true
 }
 
 // cachedCurrent returns the cached state of key, nil when not cached.
@@ -634,7 +603,7 @@ func (r *Registry) cachedCurrent(k *resources.Kind, key string) *current {
 	if !ok {
 		return nil
 	}
-	return &current{obj: o.Obj, rev: o.Rev, digest: o.Stored}
+	return &current{obj: o.Decoded(), rev: o.Rev, data: o.Stored}
 }
 
 // storedCurrent reads key from storage; nil when it does not exist.

@@ -60,6 +60,11 @@ type Kind struct {
 	Subresources []Subresource
 	Table        Table
 	Fields       Fields
+	// ReadDecoded says the server reads the kind's objects decoded on
+	// many requests (the RBAC authorizer reads bindings and roles to
+	// authorize each one): the watch cache keeps them decoded, rather than
+	// decoding their stored bytes on each read.
+	ReadDecoded bool
 	// TTL, when positive, is how long an object lives after its last
 	// write: the store deletes it then, as kube-apiserver's registry has
 	// etcd do for Events (--event-ttl). Every create and update starts it

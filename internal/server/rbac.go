@@ -364,7 +364,7 @@ func (m *rbacModifier) Get(_, name string) (reconciliation.RuleOwner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: c.Obj.(*rbacv1.ClusterRole).DeepCopy()}, nil
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: c.Object().(*rbacv1.ClusterRole).DeepCopy()}, nil
 }
 
 func (m *rbacModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
@@ -393,7 +393,7 @@ func (b bindingModifier) Get(_, name string) (reconciliation.RoleBinding, error)
 	if err != nil {
 		return nil, err
 	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: c.Obj.(*rbacv1.ClusterRoleBinding).DeepCopy()}, nil
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: c.Object().(*rbacv1.ClusterRoleBinding).DeepCopy()}, nil
 }
 
 func (b bindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/google/btree"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/storage"
 )
@@ -33,6 +31,12 @@ type Config struct {
 	// Namespaced says keys are Prefix + NAMESPACE/NAME, not Prefix + NAME.
 	Namespaced bool
 	Decode     Decoder
+	// Fields are the kind's selectable fields (the storage version's):
+	// what a field selector can match without decoding.
+	Fields resources.Fields
+	// KeepDecoded keeps every object decoded, not only those of the
+	// window's events (resources.Kind.ReadDecoded).
+	KeepDecoded bool
 	// Window is how many events the cache keeps for watches that resume
 	// from a past revision.
 	Window int
@@ -54,7 +58,8 @@ const DefaultRetention = 5 * time.Minute
 
 // Cache is the in-memory copy of one resource.
 type Cache struct {
-	cfg Config
+	cfg  Config
+	kind *kind
 
 	// state is the latest published State.
 	state atomic.Pointer[State]
@@ -100,6 +105,7 @@ func New(cfg Config) *Cache {
 	}
 	c := &Cache{
 		cfg:    cfg,
+		kind:   newKind(cfg),
 		work:   btree.NewG(32, lessObject),
 		labels: newLabelSets(),
 		fresh:  make(chan struct{}),
@@ -221,7 +227,8 @@ func (c *Cache) reset(kvs []storage.KeyValue, rev int64) error {
 	work := btree.NewG(32, lessObject)
 	labels := newLabelSets()
 	for _, kv := range kvs {
-		o, err := c.decode(kv)
+		// The decoded form is not kept: no event holds the object.
+		o, err := c.decode(kv, false)
 		if err != nil {
 			return err
 		}
@@ -246,7 +253,7 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 	var out Event
 	switch ev.Type {
 	case storage.EventPut:
-		o, err := c.decode(ev.KV)
+		o, err := c.decode(ev.KV, true)
 		if err != nil {
 			return Event{}, err
 		}
@@ -256,8 +263,7 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 		prev, hadPrev := c.work.ReplaceOrInsert(o)
 		if hadPrev && maps.Equal(prev.Labels, o.Labels) {
 			// The usual update (a renewal): keep the shared set as it is.
-			o.Labels = prev.Labels
-			o.Obj.SetLabels(prev.Labels)
+			o.setLabels(prev.Labels)
 		} else {
 			c.shareLabels(c.labels, o)
 			if hadPrev {
@@ -274,9 +280,13 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 			return Event{}, fmt.Errorf("watchcache: delete of unknown key %s at %d", ev.KV.Key, ev.Revision)
 		}
 		c.labels.release(prev.Labels)
-		// The DELETED event carries the last state at the delete revision:
-		// prev, already decoded.
-		out = Event{Type: watch.Deleted, Object: prev.atRevision(ev.Revision), Prev: prev, Rev: ev.Revision}
+		// The DELETED event carries the last state at the delete revision.
+		gone := prev.atRevision(ev.Revision)
+		if gone.decoded.Load() == nil {
+			// Kept while the event is in the window, as an update's.
+			gone.decoded.Store(&decoded{gone.Decoded()})
+		}
+		out = Event{Type: watch.Deleted, Object: gone, Prev: prev, Rev: ev.Revision}
 	default:
 		return Event{}, fmt.Errorf("watchcache: unexpected event type %d", ev.Type)
 	}
@@ -287,9 +297,7 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 // shareLabels makes o use the shared map of its label set (feeder only:
 // o is not published yet).
 func (c *Cache) shareLabels(t *labelSets, o *Object) {
-	shared := t.intern(o.Labels)
-	o.Labels = shared
-	o.Obj.SetLabels(shared)
+	o.setLabels(t.intern(o.Labels))
 }
 
 // publish makes the work tree and the events visible at revision rev
@@ -321,15 +329,9 @@ func (c *Cache) publishLocked(s *State) {
 	c.fresh = make(chan struct{})
 }
 
-func (c *Cache) decode(kv storage.KeyValue) (*Object, error) {
-	key, rev := kv.Key, kv.ModRevision
-	obj, err := c.cfg.Decode(kv)
-	if err != nil {
-		return nil, fmt.Errorf("watchcache: %s at %d: %w", key, rev, err)
-	}
-	// Encoders add apiVersion and kind; keeping them would cost two
-	// strings per object.
-	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
-	ns, name := splitKey(c.cfg.Prefix, key, c.cfg.Namespaced)
-	return &Object{Key: key, Namespace: ns, Name: name, Rev: rev, Obj: obj, Labels: obj.GetLabels(), Stored: codec.DigestOf(kv.Value)}, nil
+// decode returns the cached object of kv, keeping its decoded form for
+// an event (keep).
+func (c *Cache) decode(kv storage.KeyValue, keep bool) (*Object, error) {
+	ns, name := splitKey(c.cfg.Prefix, kv.Key, c.cfg.Namespaced)
+	return c.kind.object(kv, ns, name, keep)
 }

@@ -255,8 +255,8 @@ func TestSelectorTransitions(t *testing.T) {
 	}
 	// The object of a DELETED event carries the delete revision.
 	for _, ev := range events {
-		if ev.Type == watch.Deleted && ev.Object.Obj.GetResourceVersion() != strconv.FormatInt(ev.Rev, 10) {
-			t.Errorf("DELETED %s carries resourceVersion %s, want %d", ev.Object.Name, ev.Object.Obj.GetResourceVersion(), ev.Rev)
+		if ev.Type == watch.Deleted && ev.Object.Decoded().GetResourceVersion() != strconv.FormatInt(ev.Rev, 10) {
+			t.Errorf("DELETED %s carries resourceVersion %s, want %d", ev.Object.Name, ev.Object.Decoded().GetResourceVersion(), ev.Rev)
 		}
 	}
 }
@@ -330,4 +330,79 @@ func TestCursorWakes(t *testing.T) {
 			t.Errorf("after the wake: %d events", len(events))
 		}
 	})
+}
+
+// TestDecodedWhileInWindow: an object stays decoded while its event is in
+// the window, for watchers and controllers; after that it is decoded on
+// each read, to the same object, and selectors match it without decoding.
+func TestDecodedWhileInWindow(t *testing.T) {
+	decodes := 0
+	c := New(Config{Prefix: prefix, Namespaced: true, Window: 2,
+		Decode: func(kv storage.KeyValue) (resources.Object, error) {
+			decodes++
+			return decodeThing(kv)
+		},
+		Fields: resources.Fields{Labels: []string{"metadata.name", "spec.f"},
+			Value: func(obj resources.Object, label string) string { return obj.GetLabels()["f"] }},
+	})
+	h := &history{t: t, c: c, rev: 10}
+	if err := c.reset(nil, h.rev); err != nil {
+		t.Fatal(err)
+	}
+	h.put("a", "f=1,x=y")
+	get := func(name string) *Object {
+		o, ok := c.Current().Get(prefix + "ns/" + name)
+		if !ok {
+			t.Fatalf("%s not cached", name)
+		}
+		return o
+	}
+	a := get("a")
+	if a.Decoded() != a.Decoded() {
+		t.Error("an object of an event in the window is decoded again")
+	}
+	h.put("b", "f=2")
+	h.put("c", "f=3") // a's event leaves the window
+	first, second := a.Decoded(), a.Decoded()
+	if first == second {
+		t.Error("an object whose event left the window is still kept decoded")
+	}
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("two decodings differ:\n%s", diff)
+	}
+	if rv := first.GetResourceVersion(); rv != strconv.FormatInt(a.Rev, 10) || first.GetLabels()["x"] != "y" {
+		t.Errorf("decoded again: resourceVersion %s, labels %v; want %d, x=y", rv, first.GetLabels(), a.Rev)
+	}
+
+	before := decodes
+	sel := Selector{Field: fields.OneTermEqualSelector("spec.f", "1"), Label: labels.SelectorFromSet(labels.Set{"x": "y"})}
+	var names []string
+	for _, o := range c.Current().List(sel, "", 0).Objects {
+		names = append(names, o.Name)
+	}
+	if !cmp.Equal(names, []string{"a"}) {
+		t.Errorf("spec.f=1,x=y selects %v, want [a]", names)
+	}
+	sel = Selector{Field: fields.OneTermNotEqualSelector("metadata.name", "b")}
+	if n := len(c.Current().List(sel, "", 0).Objects); n != 2 {
+		t.Errorf("metadata.name!=b selects %d objects, want 2", n)
+	}
+	if decodes != before {
+		t.Errorf("selectors decoded %d objects", decodes-before)
+	}
+
+	// A delete of an object no longer kept decoded: its DELETED event
+	// carries it at the delete revision.
+	cur, err := c.CursorAfter(h.rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := h.del("a")
+	events, _, _, err := cur.Read(make([]Event, 0, 4))
+	if err != nil || len(events) != 1 {
+		t.Fatalf("read %d events, %v", len(events), err)
+	}
+	if got := events[0].Object.Decoded().GetResourceVersion(); got != strconv.FormatInt(rev, 10) {
+		t.Errorf("DELETED carries resourceVersion %s, want %d", got, rev)
+	}
 }

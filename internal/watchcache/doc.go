@@ -6,6 +6,15 @@
 // memo of its encodings (codec.Memo), and each event the memo of its
 // frames, so that encoding happens once however many readers there are.
 //
+// Memory: an Object keeps its stored bytes, labels and selectable fields,
+// not the decoded API object, which the garbage collector would have to
+// mark at every cycle (a Lease decodes to some twenty heap objects; its
+// bytes are one it does not look into). The decoded form is kept only
+// while the object's event is in the window, where every watcher and
+// controller reads it; reads after that decode on demand, and most need
+// not: a memoised encoding is served as it is. Kinds read decoded on every
+// request (RBAC's) are kept decoded throughout (Config.KeepDecoded).
+//
 // One feeder per store lists the whole key space once, then follows a single
 // storage watch, so every kind's cache learns every revision, including
 // revisions spent on other kinds. That is what lets a consistent read

@@ -1,17 +1,29 @@
 package watchcache
 
 import (
+	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
+	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // Object is one cached object version. It is immutable once published:
-// nobody may modify it or the API object it holds.
+// nobody may modify it or the API object it decodes to.
+//
+// An object keeps its stored bytes, not the API object: a decoded object
+// is ten or more heap objects the garbage collector marks at every cycle,
+// the bytes one it does not look into. The decoded form is kept only while
+// the object's event is in the window, for the watchers and controllers
+// that read every change; Decoded decodes again after that. What selectors
+// need (labels, selectable fields) is kept beside the bytes.
 type Object struct {
 	// Key is the storage key.
 	Key string
@@ -21,22 +33,103 @@ type Object struct {
 	// Rev is the object's resourceVersion (the storage ModRevision, or the
 	// delete revision for the object of a DELETED event).
 	Rev int64
-	// Obj is the decoded API object, with resourceVersion set to Rev.
-	Obj resources.Object
 	// Labels is what label selectors match against (the object's own
 	// labels map, shared between objects with identical labels).
 	Labels labels.Set
+	// Stored is the storage encoding of the object (shared: never
+	// modified).
+	Stored []byte
 
 	// Memo keeps the object's encodings, so that it is serialised once
 	// per format however often it is read.
 	Memo codec.Memo
-	// Stored is a digest of the stored bytes Obj was decoded from, which
-	// a writer compares its new encoding with (the bytes are not kept).
-	Stored codec.Digest
+
+	// fields holds the values of the kind's selectable fields beyond
+	// metadata.name and metadata.namespace, in kind.fields order.
+	fields []string
+	kind   *kind
+	// decoded is the API object while the object's event is in the
+	// window; nil otherwise.
+	decoded atomic.Pointer[decoded]
+}
+
+type decoded struct{ obj resources.Object }
+
+// kind is what a cache's objects share.
+type kind struct {
+	decode Decoder
+	// fields are the field labels whose values each object keeps.
+	fields []string
+	value  func(resources.Object, string) string
+	// keepAll keeps every object decoded (Config.KeepDecoded).
+	keepAll bool
+}
+
+func newKind(cfg Config) *kind {
+	k := &kind{decode: cfg.Decode, value: cfg.Fields.Value, keepAll: cfg.KeepDecoded}
+	for _, l := range cfg.Fields.Labels {
+		if !slices.Contains(resources.MetadataFields, l) {
+			k.fields = append(k.fields, l)
+		}
+	}
+	return k
+}
+
+// object decodes a stored value into a cached Object whose decoded form
+// is kept (keep) or dropped.
+func (k *kind) object(kv storage.KeyValue, ns, name string, keep bool) (*Object, error) {
+	obj, err := k.decodeValue(kv)
+	if err != nil {
+		return nil, err
+	}
+	o := &Object{Key: kv.Key, Namespace: ns, Name: name, Rev: kv.ModRevision, Labels: obj.GetLabels(), Stored: kv.Value, kind: k}
+	if len(k.fields) > 0 {
+		o.fields = make([]string, len(k.fields))
+		for i, l := range k.fields {
+			o.fields[i] = k.value(obj, l)
+		}
+	}
+	if keep || k.keepAll {
+		o.decoded.Store(&decoded{obj})
+	}
+	return o, nil
+}
+
+func (k *kind) decodeValue(kv storage.KeyValue) (resources.Object, error) {
+	obj, err := k.decode(kv)
+	if err != nil {
+		return nil, fmt.Errorf("watchcache: %s at %d: %w", kv.Key, kv.ModRevision, err)
+	}
+	// Encoders add apiVersion and kind; keeping them would cost two
+	// strings per object.
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return obj, nil
+}
+
+// Decoded returns the API object, with resourceVersion Rev. It is shared
+// when the cache still keeps it: read it, never modify it.
+func (o *Object) Decoded() resources.Object {
+	if d := o.decoded.Load(); d != nil {
+		return d.obj
+	}
+	obj, err := o.kind.decodeValue(storage.KeyValue{Key: o.Key, Value: o.Stored, ModRevision: o.Rev})
+	if err != nil {
+		// These bytes were decoded when they entered the cache, by the
+		// same decoder.
+		panic(err)
+	}
+	return obj
+}
+
+// forget drops the decoded form: the object's event left the window.
+func (o *Object) forget() {
+	if o != nil && !o.kind.keepAll {
+		o.decoded.Store(nil)
+	}
 }
 
 // Cached returns the object as the codec encodes it.
-func (o *Object) Cached() codec.Cached { return codec.Cached{Obj: o.Obj, Memo: &o.Memo} }
+func (o *Object) Cached() codec.Cached { return codec.Cached{From: o, Memo: &o.Memo} }
 
 func lessObject(a, b *Object) bool { return a.Key < b.Key }
 
@@ -54,26 +147,30 @@ func (o *Object) matches(s Selector) bool {
 	if s.Label != nil && !s.Label.Empty() && !s.Label.Matches(o.Labels) {
 		return false
 	}
-	if s.Field != nil && !s.Field.Empty() && !s.Field.Matches(objectFields{o.Obj, s.FieldValue}) {
+	if s.Field != nil && !s.Field.Empty() && !s.Field.Matches(objectFields{o}) {
 		return false
 	}
 	return true
 }
 
 // objectFields presents an object's field labels to a field selector
-// without building a map per object.
-type objectFields struct {
-	obj   resources.Object
-	value func(resources.Object, string) string
-}
+// without building a map per object. The selector's labels are the
+// kind's (the registry refuses others).
+type objectFields struct{ o *Object }
 
-func (f objectFields) Has(label string) bool { return f.value != nil }
+func (f objectFields) Has(label string) bool { return true }
 
 func (f objectFields) Get(label string) string {
-	if f.value == nil {
-		return ""
+	switch label {
+	case "metadata.name":
+		return f.o.Name
+	case "metadata.namespace":
+		return f.o.Namespace
 	}
-	return f.value(f.obj, label)
+	if i := slices.Index(f.o.kind.fields, label); i >= 0 {
+		return f.o.fields[i]
+	}
+	return ""
 }
 
 // Selector chooses objects: by namespace and name (from the URL or
@@ -84,9 +181,6 @@ type Selector struct {
 	Name      string
 	Label     labels.Selector
 	Field     fields.Selector
-	// FieldValue returns an object's value of a field label; required when
-	// Field selects anything (the resource's Field).
-	FieldValue func(obj resources.Object, label string) string
 }
 
 // Everything reports whether the selector selects all objects.
@@ -120,4 +214,13 @@ func splitKey(prefix, key string, namespaced bool) (namespace, name string) {
 	}
 	ns, name, _ := strings.Cut(rest, "/")
 	return ns, name
+}
+
+// setLabels makes o use labels, an equal map (feeder only: o is not
+// published yet).
+func (o *Object) setLabels(labels map[string]string) {
+	o.Labels = labels
+	if d := o.decoded.Load(); d != nil {
+		d.obj.SetLabels(labels)
+	}
 }

@@ -79,8 +79,12 @@ func (r *ring) push(ev Event, now time.Time) {
 
 // evict drops the oldest event.
 func (r *ring) evict() {
-	r.base = r.at(r.start).Rev
-	*r.at(r.start) = Event{}
+	ev := r.at(r.start)
+	r.base = ev.Rev
+	// Its object now decodes on demand (the event held the only reason
+	// to keep it decoded).
+	ev.Object.forget()
+	*ev = Event{}
 	r.start++
 }
 
@@ -95,6 +99,7 @@ func (r *ring) evictBefore(cutoff time.Time) {
 // increasing so that old readers notice.
 func (r *ring) reset(rev int64) {
 	for i := r.start; i < r.end; i++ {
+		r.at(i).Object.forget()
 		*r.at(i) = Event{}
 	}
 	r.start = r.end

@@ -122,7 +122,7 @@ func (cs *cachedStore) consistent(ctx context.Context) (*State, error) {
 }
 
 func keyValue(o *Object) storage.KeyValue {
-	r := o.Obj.(*raw)
+	r := o.Decoded().(*raw)
 	return storage.KeyValue{Key: o.Key, Value: r.value, CreateRevision: r.createRevision, ModRevision: o.Rev}
 }
 

@@ -103,13 +103,18 @@ func Filter(ev *Event, sel Selector) (out Event, ok bool) {
 	return Event{}, false
 }
 
-// atRevision returns a copy of o whose object carries resourceVersion rev.
-// The API object is copied shallowly: only its resourceVersion differs.
+// atRevision returns a copy of o with resourceVersion rev. Its API
+// object, when o keeps one, is copied shallowly: only its resourceVersion
+// differs.
 func (o *Object) atRevision(rev int64) *Object {
-	v := reflect.ValueOf(o.Obj).Elem()
-	nv := reflect.New(v.Type())
-	nv.Elem().Set(v)
-	obj := nv.Interface().(resources.Object)
-	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return &Object{Key: o.Key, Namespace: o.Namespace, Name: o.Name, Rev: rev, Obj: obj, Labels: o.Labels}
+	c := &Object{Key: o.Key, Namespace: o.Namespace, Name: o.Name, Rev: rev, Labels: o.Labels, Stored: o.Stored, fields: o.fields, kind: o.kind}
+	if d := o.decoded.Load(); d != nil {
+		v := reflect.ValueOf(d.obj).Elem()
+		nv := reflect.New(v.Type())
+		nv.Elem().Set(v)
+		obj := nv.Interface().(resources.Object)
+		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+		c.decoded.Store(&decoded{obj})
+	}
+	return c
 }

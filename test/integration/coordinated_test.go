@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -176,5 +177,43 @@ func mustUnmarshal(t *testing.T, data []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%v: %s", err, data)
+	}
+}
+
+// TestElectionOfExistingLease: a Lease that existed before any candidate
+// named it (the election controller holds only Leases with candidates)
+// is still elected once a candidate comes, not created again.
+func TestElectionOfExistingLease(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	cs := s.ProtoClient(t)
+	leases := cs.CoordinationV1().Leases("default")
+	must[*coordinationv1.Lease](t)(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}))
+	// Renewed a few times, so that the controller has seen it go by.
+	for i := range 3 {
+		l := must[*coordinationv1.Lease](t)(leases.Get(ctx, "before", metav1.GetOptions{}))
+		l.Labels = map[string]string{"round": strconv.Itoa(i)}
+		must[*coordinationv1.Lease](t)(leases.Update(ctx, l, metav1.UpdateOptions{}))
+		time.Sleep(100 * time.Millisecond)
+	}
+	now := metav1.NowMicro()
+	must[*coordinationv1beta1.LeaseCandidate](t)(cs.CoordinationV1beta1().LeaseCandidates("default").Create(ctx, &coordinationv1beta1.LeaseCandidate{
+		ObjectMeta: metav1.ObjectMeta{Name: "only"},
+		Spec: coordinationv1beta1.LeaseCandidateSpec{
+			LeaseName: "before", BinaryVersion: "1.36.0", EmulationVersion: "1.36.0", Strategy: coordinationv1.OldestEmulationVersion,
+			RenewTime: &now, PingTime: &now,
+		},
+	}, metav1.CreateOptions{}))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l := must[*coordinationv1.Lease](t)(leases.Get(ctx, "before", metav1.GetOptions{}))
+		if h := l.Spec.HolderIdentity; h != nil && *h == "only" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the candidate was not elected: %+v", l.Spec)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

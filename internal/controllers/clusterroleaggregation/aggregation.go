@@ -112,7 +112,7 @@ func (c *controller) syncAll(ctx context.Context) (int64, error) {
 	}
 	roles := make([]*rbacv1.ClusterRole, len(list.Items))
 	for i, item := range list.Items {
-		roles[i] = item.Obj.(*rbacv1.ClusterRole)
+		roles[i] = item.Object().(*rbacv1.ClusterRole)
 	}
 	// Each pass that changes something settles at least one more level of
 	// nesting, so len(roles)+1 passes always end (a cycle of aggregations

@@ -76,7 +76,7 @@ func TestRetryAfterFailedWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(got.Obj.(*rbacv1.ClusterRole).Rules)
+		return len(got.Object().(*rbacv1.ClusterRole).Rules)
 	}
 	// The controller tries and fails for a while.
 	time.Sleep(1500 * time.Millisecond)

@@ -92,6 +92,9 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 	c.cands = controllers.NewMirror(reg, candRes, log, indexByLease, func(obj, _ resources.Object) {
 		c.queue.Add(leaseOf(obj), c.now())
 	})
+	// Only the Leases with candidates are held; reconcile reads another
+	// from the registry.
+	c.leases.Keep = func(obj resources.Object) bool { return c.cands.HasIndex(controllers.KeyOf(obj)) }
 	return c, nil
 }
 
@@ -135,15 +138,18 @@ func (c *controller) work(ctx context.Context) error {
 // when to look at it again (zero: when something changes).
 func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time.Time {
 	namespace, name := k.Namespace, k.Name
-	var lease *coordinationv1.Lease
-	if o := c.leases.Get(namespace, name); o != nil {
-		lease = o.(*coordinationv1.Lease)
+	now := c.now()
+	lease, err := c.lease(ctx, k)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("reading lease", "lease", k.String(), "err", err)
+		}
+		return now.Add(retryAfterError)
 	}
 	var cands []*coordinationv1beta1.LeaseCandidate
 	for _, o := range c.cands.ByIndex(k) {
 		cands = append(cands, o.(*coordinationv1beta1.LeaseCandidate))
 	}
-	now := c.now()
 	p := decide(now, namespace, name, lease, cands)
 	failed := false
 	// warn logs a failure of this Lease once, not at every step.
@@ -183,7 +189,6 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time
 		c.log.Debug("pinged candidate", "lease", k.String(), "candidate", cand.Name)
 	}
 	var out registry.WriteResult
-	var err error
 	switch {
 	case p.create != nil:
 		out, err = c.reg.Create(ctx, c.leaseRes, namespace, p.create, registry.WriteOptions{Manager: manager})
@@ -199,6 +204,25 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) time
 	c.leases.Observe(out.Object)
 	c.log.Info("lease "+p.why, "lease", k.String())
 	return next
+}
+
+// lease returns the Lease k, nil when there is none: the mirror's, or,
+// when it holds none (it keeps only Leases it has seen with candidates,
+// and a candidate may come first), the registry's.
+func (c *controller) lease(ctx context.Context, k types.NamespacedName) (*coordinationv1.Lease, error) {
+	if o := c.leases.Get(k.Namespace, k.Name); o != nil {
+		return o.(*coordinationv1.Lease), nil
+	}
+	got, err := c.reg.Get(ctx, c.leaseRes, k.Namespace, k.Name, "")
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj := got.Object()
+	c.leases.Observe(obj)
+	return obj.(*coordinationv1.Lease), nil
 }
 
 // collect deletes the candidates not renewed for candidateExpiry (by

@@ -182,7 +182,7 @@ func (f *follower) apply(events []registry.Event) {
 			}
 			continue
 		}
-		obj := ev.Object.Obj
+		obj := ev.Object.Object()
 		if f.seen != nil {
 			f.seen[obj.GetUID()] = struct{}{}
 		}
@@ -266,10 +266,10 @@ func (c *Collector) latest(ctx context.Context, n *node) (resources.Object, erro
 	if err != nil {
 		return nil, err
 	}
-	if o.Obj.GetUID() != n.uid {
+	if o.Object().GetUID() != n.uid {
 		return nil, nil
 	}
-	return o.Obj, nil
+	return o.Object(), nil
 }
 
 // collect deletes n's object when none of its owners exists, or removes
@@ -369,19 +369,25 @@ func (c *Collector) owner(ctx context.Context, dependent resources.Object, r met
 			return ownerUnknown, nil
 		}
 	}
+	var owner resources.Object
 	o, err := c.reg.Get(ctx, res, namespace, r.Name, "0")
-	if err != nil || o.Obj.GetUID() != r.UID {
-		o, err = c.reg.Get(ctx, res, namespace, r.Name, "")
+	if err == nil {
+		owner = o.Object()
+	}
+	if err != nil || owner.GetUID() != r.UID {
+		if o, err = c.reg.Get(ctx, res, namespace, r.Name, ""); err == nil {
+			owner = o.Object()
+		}
 	}
 	switch {
-	case apierrors.IsNotFound(err) || err == nil && o.Obj.GetUID() != r.UID:
+	case apierrors.IsNotFound(err) || err == nil && owner.GetUID() != r.UID:
 		if res.Kind.Namespaced {
 			c.reportElsewhere(dependent, res, r)
 		}
 		return ownerAbsent, nil
 	case err != nil:
 		return ownerExists, err
-	case o.Obj.GetDeletionTimestamp() != nil && slices.Contains(o.Obj.GetFinalizers(), metav1.FinalizerDeleteDependents):
+	case owner.GetDeletionTimestamp() != nil && slices.Contains(owner.GetFinalizers(), metav1.FinalizerDeleteDependents):
 		return ownerWaits, nil
 	}
 	return ownerExists, nil

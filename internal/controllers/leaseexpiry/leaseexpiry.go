@@ -174,7 +174,7 @@ func (x *Expirer) apply(events []registry.Event) {
 			}
 			continue
 		}
-		lease := ev.Object.Obj.(*coordinationv1.Lease)
+		lease := ev.Object.Object().(*coordinationv1.Lease)
 		k := controllers.KeyOf(lease)
 		after, ok := x.expiresAfter(lease, ev.Type == watch.Deleted)
 		if !ok {

@@ -219,13 +219,13 @@ func (o *Observer) apply(events []registry.Event) {
 				o.sweepLocked()
 			}
 		case watch.Added, watch.Modified:
-			l, ok := ev.Object.Obj.(*coordinationv1.Lease)
+			l, ok := ev.Object.Object().(*coordinationv1.Lease)
 			if !ok {
 				continue
 			}
 			o.putLocked(l)
 		case watch.Deleted:
-			if m := ev.Object.Obj; m != nil {
+			if m := ev.Object.Object(); m != nil {
 				o.removeLocked(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
 			}
 		}

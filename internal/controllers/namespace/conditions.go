@@ -63,7 +63,7 @@ func (r *remaining) add(res resources.Resource, items []codec.Cached) {
 	// dot for the core group.
 	r.byResource[res.Kind.Names.Plural+"."+res.Version.Group] += len(items)
 	for _, o := range items {
-		for _, f := range o.Obj.GetFinalizers() {
+		for _, f := range o.Object().GetFinalizers() {
 			r.byFinalizer[f]++
 		}
 	}

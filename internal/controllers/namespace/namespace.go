@@ -95,7 +95,7 @@ func (c *controller) run(ctx context.Context) error {
 		}
 		pending := false
 		for _, item := range list.Items {
-			ns := item.Obj.(*corev1.Namespace)
+			ns := item.Object().(*corev1.Namespace)
 			if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 				continue
 			}

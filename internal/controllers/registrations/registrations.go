@@ -166,6 +166,8 @@ func newController(reg *registry.Registry, log *slog.Logger, now func() time.Tim
 			}
 		}
 	})
+	// Only this controller's slices are read (ByIndex).
+	c.slices.Keep = func(obj resources.Object) bool { _, ok := ours(obj); return ok }
 	return c, nil
 }
 
@@ -231,7 +233,7 @@ func (c *controller) apply(events []registry.Event) {
 			}
 			continue
 		}
-		lease := ev.Object.Obj.(*coordinationv1.Lease)
+		lease := ev.Object.Object().(*coordinationv1.Lease)
 		k := controllers.KeyOf(lease)
 		old := c.regs[k]
 		var r *registration

@@ -40,9 +40,10 @@ func NewRole() *resources.Kind {
 			},
 			namespaced: true,
 		},
-		Updates: updates,
-		Table:   defaultTable(),
-		Fields:  metadataFields,
+		Updates:     updates,
+		Table:       defaultTable(),
+		Fields:      metadataFields,
+		ReadDecoded: true,
 	}
 }
 
@@ -66,9 +67,10 @@ func NewClusterRole() *resources.Kind {
 				return validateClusterRoleUpdate(obj.(*rbacv1.ClusterRole), o, hasInvalidLabelValueInSelector(o))
 			},
 		},
-		Updates: updates,
-		Table:   defaultTable(),
-		Fields:  metadataFields,
+		Updates:     updates,
+		Table:       defaultTable(),
+		Fields:      metadataFields,
+		ReadDecoded: true,
 	}
 }
 
@@ -103,7 +105,8 @@ func NewRoleBinding() *resources.Kind {
 				return bindingRow(b.ObjectMeta, b.RoleRef, b.Subjects, now)
 			},
 		},
-		Fields: metadataFields,
+		Fields:      metadataFields,
+		ReadDecoded: true,
 	}
 }
 
@@ -138,7 +141,8 @@ func NewClusterRoleBinding() *resources.Kind {
 				return bindingRow(b.ObjectMeta, b.RoleRef, b.Subjects, now)
 			},
 		},
-		Fields: metadataFields,
+		Fields:      metadataFields,
+		ReadDecoded: true,
 	}
 }
 
