@@ -68,12 +68,16 @@ type requestKey struct{}
 
 // RequestKey is the context key of a request's Attributes, as authorized
 // (kube-apiserver's RequestInfo with the user): httpserver's request
-// context answers it.
+// context answers it with a *Attributes (a pointer: an Attributes in an
+// interface would be a copy on the heap per look-up).
 var RequestKey any = requestKey{}
 
 // RequestFrom returns what the request of ctx asks; false for writes the
 // server makes itself.
 func RequestFrom(ctx context.Context) (Attributes, bool) {
-	a, ok := ctx.Value(RequestKey).(Attributes)
-	return a, ok
+	a, ok := ctx.Value(RequestKey).(*Attributes)
+	if !ok {
+		return Attributes{}, false
+	}
+	return *a, true
 }

@@ -22,7 +22,7 @@ func newRequestContext(ctx context.Context, call *request) *requestContext {
 
 func (c *requestContext) Value(key any) any {
 	if key == auth.RequestKey {
-		return c.attrs
+		return &c.attrs
 	}
 	return c.Context.Value(key)
 }
