@@ -5,7 +5,8 @@
 // deciding whether the server validates fields (fieldValidation) and for
 // client-side validation.
 //
-// The documents are built once, by kube-openapi's builders, from the
+// The documents are built once, on the first request for one (server-side
+// apply's schemas at start), by kube-openapi's builders, from the
 // routes kube-apiserver's installer would register for each served
 // resource (k8s.io/apiserver/pkg/endpoints/installer.go): the same paths,
 // operation IDs, parameters, media types, responses and

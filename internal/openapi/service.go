@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,18 +26,31 @@ import (
 )
 
 // Service serves the OpenAPI documents of a set of resources. It is
-// immutable once built and safe for concurrent use.
+// safe for concurrent use.
+//
+// The schemas server-side apply needs are built by New; the documents
+// only when first asked for (30 MiB allocated and ~4 MiB kept, for
+// clients that may never come: kubectl asks once per cache lifetime).
 type Service struct {
+	defs map[string]*spec.Schema
+
+	build func() (*documents, error)
+	once  sync.Once
+	docs  *documents
+	err   error
+}
+
+// documents are the built documents.
+type documents struct {
 	v2 http.Handler
 	v3 *handler3.OpenAPIService
 	// v3Docs holds the document names under /openapi/v3/ ("api/v1").
 	v3Docs map[string]bool
-	defs   map[string]*spec.Schema
 }
 
-// New builds the documents describing the served kinds (at each of their
-// versions) and the discovery and /version endpoints, and serialises them
-// to JSON.
+// New prepares the documents describing the served kinds (at each of
+// their versions) and the discovery and /version endpoints, and builds
+// the served kinds' schemas.
 func New(kinds []*resources.Kind) (*Service, error) {
 	var rs []resources.Resource
 	for _, k := range kinds {
@@ -57,33 +71,8 @@ func New(kinds []*resources.Kind) (*Service, error) {
 		// kube-apiserver's emulation version, major.minor.
 		Version: v.EmulationMajor + "." + v.EmulationMinor,
 	}}
-	containers := make([]common.RouteContainer, len(services))
-	for i, ws := range services {
-		containers[i] = ws
-	}
-
-	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2Config(info, namer, defs))
-	if err != nil {
-		return nil, fmt.Errorf("openapi: building v2: %w", err)
-	}
-	// As kube-apiserver does: defaults are for v3 consumers.
-	swagger.Definitions = handler.PruneDefaults(swagger.Definitions)
-	s := &Service{v3: handler3.NewOpenAPIService(), v3Docs: map[string]bool{}}
-	v2 := handler.NewOpenAPIService(swagger)
-	v2.RegisterOpenAPIVersionedService("/openapi/v2", capture{&s.v2})
-
-	// One v3 document per route container, named by its root path.
 	v3 := v3Config(info, namer, defs)
-	for _, ws := range services {
-		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{ws}, v3)
-		if err != nil {
-			return nil, fmt.Errorf("openapi: building v3 %s: %w", ws.root, err)
-		}
-		filterGroupVersionKinds(doc, ws.root)
-		name := strings.TrimPrefix(ws.root, "/")
-		s.v3.UpdateGroupVersion(name, doc)
-		s.v3Docs[name] = true
-	}
+	s := &Service{build: func() (*documents, error) { return buildDocuments(services, info, namer, defs) }}
 
 	// The schemas of the served kinds and their dependencies, as
 	// kube-apiserver builds them for its field managers.
@@ -95,11 +84,42 @@ func New(kinds []*resources.Kind) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: building definitions: %w", err)
 	}
+	return s, nil
+}
 
-	if err := s.warm(); err != nil {
+// buildDocuments builds the v2 document and one v3 document per group
+// version, and serialises each to JSON.
+func buildDocuments(services []*webService, info *spec.Info, namer *definitionNamer, defs common.GetOpenAPIDefinitions) (*documents, error) {
+	containers := make([]common.RouteContainer, len(services))
+	for i, ws := range services {
+		containers[i] = ws
+	}
+	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2Config(info, namer, defs))
+	if err != nil {
+		return nil, fmt.Errorf("openapi: building v2: %w", err)
+	}
+	// As kube-apiserver does: defaults are for v3 consumers.
+	swagger.Definitions = handler.PruneDefaults(swagger.Definitions)
+	d := &documents{v3: handler3.NewOpenAPIService(), v3Docs: map[string]bool{}}
+	v2 := handler.NewOpenAPIService(swagger)
+	v2.RegisterOpenAPIVersionedService("/openapi/v2", capture{&d.v2})
+
+	// One v3 document per route container, named by its root path.
+	v3 := v3Config(info, namer, defs)
+	for _, ws := range services {
+		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{ws}, v3)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: building v3 %s: %w", ws.root, err)
+		}
+		filterGroupVersionKinds(doc, ws.root)
+		name := strings.TrimPrefix(ws.root, "/")
+		d.v3.UpdateGroupVersion(name, doc)
+		d.v3Docs[name] = true
+	}
+	if err := d.warm(); err != nil {
 		return nil, err
 	}
-	return s, nil
+	return d, nil
 }
 
 // Definitions returns the OpenAPI v3 schemas of the served kinds and of
@@ -118,34 +138,50 @@ func (s *Service) TypeConverter() (managedfields.TypeConverter, error) {
 	return managedfields.NewTypeConverter(s.defs, false)
 }
 
+// Build builds the documents now, if no request has yet; the error is
+// the one every request for a document would get.
+func (s *Service) Build() error {
+	s.once.Do(func() { s.docs, s.err = s.build() })
+	return s.err
+}
+
 // ServeHTTP serves /openapi/v2, /openapi/v3 and /openapi/v3/<group
 // version>; any other path is a plain 404. Like kube-apiserver, it
 // answers whatever the method; HEAD gets headers only.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.Build(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.docs.ServeHTTP(w, r)
+}
+
+func (d *documents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/openapi/v2":
-		s.v2.ServeHTTP(w, r)
+		d.v2.ServeHTTP(w, r)
 	case p == "/openapi/v3":
-		s.v3.HandleDiscovery(w, r)
-	case strings.HasPrefix(p, "/openapi/v3/") && s.v3Docs[p[len("/openapi/v3/"):]]:
+		d.v3.HandleDiscovery(w, r)
+	case strings.HasPrefix(p, "/openapi/v3/") && d.v3Docs[p[len("/openapi/v3/"):]]:
 		// handler3 answers an unknown document with an empty 200;
 		// v3Docs keeps those out.
-		s.v3.HandleGroupVersion(w, r)
+		d.v3.HandleGroupVersion(w, r)
 	default:
 		http.NotFound(w, r)
 	}
 }
 
 // warm serialises every document to JSON once, so that the handlers'
-// caches and the v3 index's hashes are ready before the first request and
-// a document that cannot be encoded fails New. The protobuf forms are left
-// to the first request that asks for one, as in kube-apiserver: converting
-// costs as much as building, few clients want them, and converting a
-// document that encodes to JSON does not fail (the tests convert each).
-func (s *Service) warm() error {
+// caches and the v3 index's hashes are ready before the first request is
+// answered and a document that cannot be encoded fails Build. The
+// protobuf forms are left to the first request that asks for one, as in
+// kube-apiserver: converting costs as much as building, few clients want
+// them, and converting a document that encodes to JSON does not fail (the
+// tests convert each).
+func (d *documents) warm() error {
 	paths := []string{"/openapi/v2", "/openapi/v3"}
-	for name := range s.v3Docs {
+	for name := range d.v3Docs {
 		paths = append(paths, "/openapi/v3/"+name)
 	}
 	var errs []error
@@ -156,7 +192,7 @@ func (s *Service) warm() error {
 		}
 		r.Header.Set("Accept", "application/json")
 		w := &statusRecorder{header: http.Header{}}
-		s.ServeHTTP(w, r)
+		d.ServeHTTP(w, r)
 		if w.status != http.StatusOK || w.n == 0 {
 			errs = append(errs, fmt.Errorf("openapi: serving %s: status %d, %d bytes", p, w.status, w.n))
 		}

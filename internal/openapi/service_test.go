@@ -40,6 +40,9 @@ func newService(t testing.TB) *openapi.Service {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	if err := s.Build(); err != nil {
+		t.Fatalf("Build: %v", err)
+	}
 	return s
 }
 
