@@ -38,8 +38,15 @@ type Event struct {
 	memo *codec.EventMemo
 }
 
-// initialPage is how many initial events one Next returns at most.
+// initialPage is how many initial events one Next returns at most, and
+// how many events of the window one Next reads at most.
 const initialPage = 256
+
+// minBatch is how many events of the window a watch reads at once at
+// first; a watch that finds more waiting doubles it, up to initialPage.
+// Most watches see an event at a time, and a full batch would be 20 KB
+// each (10 MB for 500 watchers).
+const minBatch = 8
 
 // Watch is a running watch of a resource: first, when asked for, the
 // objects of a state as ADDED events (then, for a streaming list with
@@ -110,7 +117,7 @@ func (r *Registry) Watch(ctx context.Context, res resources.Resource, namespace,
 		w.interval = r.watch.bookmarkInterval
 		w.bookmark = time.NewTimer(w.nextBookmark())
 	}
-	w.batch = make([]watchcache.Event, 0, initialPage)
+	w.batch = make([]watchcache.Event, 0, minBatch)
 	return w, nil
 }
 
@@ -213,6 +220,9 @@ func (w *Watch) Next(ctx context.Context) ([]Event, error) {
 			return w.out, nil
 		}
 		if len(events) == cap(w.batch) {
+			if cap(w.batch) < initialPage {
+				w.batch = make([]watchcache.Event, 0, 2*cap(w.batch))
+			}
 			continue
 		}
 		select {
