@@ -12,6 +12,11 @@
 # fanout"): renewals alone make more rounds, closer in time, of the
 # figure that moves most with the machine's drift.
 #
+# BASE=BINARY adds another leasehold build as the system "base" (a
+# change's before and after in one run); SYSTEMS picks the systems run
+# ("leasehold kas", and "base" when BASE is set), in that order in odd
+# rounds and the reverse in even ones.
+#
 # kube-apiserver and etcd come from the peers kit (PEERS_KIT, default
 # ../shared/peers: its build.sh builds both into ~/.cache/leasehold-peers);
 # nothing it builds belongs in this repository. Results go to
@@ -34,6 +39,10 @@ LH=$OUT/leasehold
 # of it, ~19 MiB more RSS for the same pages used; the peers' binaries,
 # built long before, are not.
 (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
+SYSTEMS=${SYSTEMS:-leasehold kas${BASE:+ base}}
+if [ -n "${BASE:-}" ]; then cp "$BASE" "$OUT/leasehold-base"; fi
+start_base() { local lh=$LH; LH=$OUT/leasehold-base; start_leasehold; LH=$lh; }
+stop_base() { stop_leasehold; }
 
 rss() { # pids...: their summed RSS in MiB
   local sum=0
@@ -69,6 +78,11 @@ run() { # system round
   grep -E 'RSS|per|renews/s|creates/s|delivery' "$log" | sed 's/^/   /'
 }
 
+read -r -a order <<<"$SYSTEMS"
 for r in $(seq "$ROUNDS"); do
-  if [ $((r % 2)) = 1 ]; then run leasehold "$r"; run kas "$r"; else run kas "$r"; run leasehold "$r"; fi
+  if [ $((r % 2)) = 0 ]; then
+    for ((i = ${#order[@]} - 1; i >= 0; i--)); do run "${order[$i]}" "$r"; done
+  else
+    for sys in "${order[@]}"; do run "$sys" "$r"; done
+  fi
 done
