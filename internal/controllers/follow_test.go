@@ -175,3 +175,35 @@ func TestFollower(t *testing.T) {
 	default:
 	}
 }
+
+// TestPacedFollowerKeepsUp: a paced follower waits between reads only
+// when nothing more is waiting: hundreds of events that came while it was
+// busy are read at once, not a batch a pace.
+func TestPacedFollowerKeepsUp(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{WatchWindow: 2000})
+	res, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	if !ok {
+		t.Fatal("leases are not served")
+	}
+	ctx := t.Context()
+	create := func(name string) string {
+		out, err := reg.Create(ctx, res, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}, registry.WriteOptions{Manager: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Object.GetResourceVersion()
+	}
+	v := &view{objs: map[string]string{}}
+	f := &controllers.Follower{Registry: reg, Resource: res, Log: slog.New(slog.DiscardHandler), Listing: v.listing, Apply: v.apply, Pace: 2 * time.Second}
+	go func() { _ = f.Run(ctx) }()
+	v.waitFor(t, map[string]string{})
+
+	want := map[string]string{}
+	for i := range 1000 {
+		n := fmt.Sprintf("l%04d", i)
+		want[n] = create(n)
+	}
+	// Read a batch a pace (8, 16, ... 256), the thousand would take some
+	// 18 s; the view must hold them in waitFor's 10 s.
+	v.waitFor(t, want)
+}

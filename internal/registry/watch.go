@@ -75,7 +75,13 @@ type Watch struct {
 	batch  []watchcache.Event
 	out    []Event
 	frames [][]byte
+	// more says the last Next filled its batch from the window.
+	more bool
 }
+
+// More reports whether more events may be waiting already: the last
+// Next read as many as it could at once.
+func (w *Watch) More() bool { return w.more }
 
 // Watch starts a watch with kube-apiserver's resourceVersion rules: from
 // revision N it replays every later change; without one (or "0") it first
@@ -216,13 +222,15 @@ func (w *Watch) Next(ctx context.Context) ([]Event, error) {
 			}
 		}
 		w.caughtUp = rev
+		full := len(events) == cap(w.batch)
+		w.more = full
+		if full && cap(w.batch) < initialPage {
+			w.batch = make([]watchcache.Event, 0, 2*cap(w.batch))
+		}
 		if len(w.out) > 0 {
 			return w.out, nil
 		}
-		if len(events) == cap(w.batch) {
-			if cap(w.batch) < initialPage {
-				w.batch = make([]watchcache.Event, 0, 2*cap(w.batch))
-			}
+		if full {
 			continue
 		}
 		select {
