@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/controllers"
 	"github.com/leasehold/leasehold/internal/registry"
+	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/testkit/testregistry"
 )
 
@@ -100,19 +101,8 @@ func (v *view) waitFor(t *testing.T, want map[string]string) {
 // made meanwhile) after falling behind a window that no longer holds its
 // revision.
 func TestFollower(t *testing.T) {
-	reg := testregistry.Start(t, testregistry.Options{WatchWindow: 4, MinWatchTimeout: 300 * time.Millisecond})
-	res, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
-	if !ok {
-		t.Fatal("leases are not served")
-	}
+	reg, res, create := leases(t, testregistry.Options{WatchWindow: 4, MinWatchTimeout: 300 * time.Millisecond})
 	ctx := t.Context()
-	create := func(name string) string {
-		out, err := reg.Create(ctx, res, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}, registry.WriteOptions{Manager: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.Object.GetResourceVersion()
-	}
 	del := func(name string) {
 		if _, err := reg.Delete(ctx, res, "default", name, &metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -180,19 +170,8 @@ func TestFollower(t *testing.T) {
 // when nothing more is waiting: hundreds of events that came while it was
 // busy are read at once, not a batch a pace.
 func TestPacedFollowerKeepsUp(t *testing.T) {
-	reg := testregistry.Start(t, testregistry.Options{WatchWindow: 2000})
-	res, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
-	if !ok {
-		t.Fatal("leases are not served")
-	}
+	reg, res, create := leases(t, testregistry.Options{WatchWindow: 2000})
 	ctx := t.Context()
-	create := func(name string) string {
-		out, err := reg.Create(ctx, res, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}, registry.WriteOptions{Manager: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.Object.GetResourceVersion()
-	}
 	v := &view{objs: map[string]string{}}
 	f := &controllers.Follower{Registry: reg, Resource: res, Log: slog.New(slog.DiscardHandler), Listing: v.listing, Apply: v.apply, Pace: 2 * time.Second}
 	go func() { _ = f.Run(ctx) }()
@@ -206,4 +185,24 @@ func TestPacedFollowerKeepsUp(t *testing.T) {
 	// Read a batch a pace (8, 16, ... 256), the thousand would take some
 	// 18 s; the view must hold them in waitFor's 10 s.
 	v.waitFor(t, want)
+}
+
+// leases starts a registry with opts and returns it, its Lease resource,
+// and a function that creates a Lease in default and returns its
+// resourceVersion.
+func leases(t *testing.T, opts testregistry.Options) (*registry.Registry, resources.Resource, func(name string) string) {
+	t.Helper()
+	reg := testregistry.Start(t, opts)
+	res, ok := reg.ResourceFor(schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	if !ok {
+		t.Fatal("leases are not served")
+	}
+	create := func(name string) string {
+		out, err := reg.Create(t.Context(), res, "default", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}, registry.WriteOptions{Manager: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Object.GetResourceVersion()
+	}
+	return reg, res, create
 }
