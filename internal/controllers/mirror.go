@@ -26,8 +26,8 @@ type Mirror struct {
 	index func(obj resources.Object) (types.NamespacedName, bool)
 	// Keep, when set before Run, chooses the objects held: changed still
 	// hears of every object, but Get and ByIndex know only those it
-	// returns true for, at their last change (a mirror of every Lease
-	// would keep every node's).
+	// returned true for at their last change, and those Observe recorded
+	// since (a mirror of every Lease would keep every node's).
 	Keep func(obj resources.Object) bool
 
 	synced chan struct{} // closed after the first list: Synced
