@@ -39,6 +39,13 @@ func (c Cached) Object() resources.Object {
 	return c.From.Decoded()
 }
 
+// decoded returns c with Obj set, for encoders that read the object more
+// than once.
+func (c Cached) decoded() Cached {
+	c.Obj = c.Object()
+	return c
+}
+
 // slot returns the memo slot of an item encoding; ok is false when it is
 // not memoised.
 func (m *Memo) slot(format, version int) (*atomic.Pointer[[]byte], bool) {

@@ -30,6 +30,7 @@ import (
 // EncodeObject returns the response body of one object.
 func (c *Codecs) EncodeObject(out Output, res resources.Resource, obj Cached) ([]byte, error) {
 	if t := out.Transform; t != nil {
+		obj = obj.decoded()
 		var result runtime.Object
 		switch t.Kind {
 		case "Table":

@@ -67,6 +67,7 @@ func (e *WatchEncoder) Event(typ watch.EventType, obj Cached, memo *EventMemo) (
 }
 
 func (e *WatchEncoder) tableEvent(typ watch.EventType, obj Cached) ([]byte, error) {
+	obj = obj.decoded()
 	table, err := e.c.table(e.res, e.out.Transform, []Cached{obj}, metav1.ListMeta{ResourceVersion: obj.Object().GetResourceVersion()})
 	if err != nil {
 		return nil, err
