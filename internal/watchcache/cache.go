@@ -282,10 +282,7 @@ func (c *Cache) apply(ev storage.Event) (Event, error) {
 		c.labels.release(prev.Labels)
 		// The DELETED event carries the last state at the delete revision.
 		gone := prev.atRevision(ev.Revision)
-		if gone.decoded.Load() == nil {
-			// Kept while the event is in the window, as an update's.
-			gone.decoded.Store(&decoded{gone.Decoded()})
-		}
+		gone.keep() // while the event is in the window, as an update's
 		out = Event{Type: watch.Deleted, Object: gone, Prev: prev, Rev: ev.Revision}
 	default:
 		return Event{}, fmt.Errorf("watchcache: unexpected event type %d", ev.Type)

@@ -121,6 +121,13 @@ func (o *Object) Decoded() resources.Object {
 	return obj
 }
 
+// keep keeps o decoded (feeder only: o is not published yet).
+func (o *Object) keep() {
+	if o.decoded.Load() == nil {
+		o.decoded.Store(&decoded{o.Decoded()})
+	}
+}
+
 // forget drops the decoded form: the object's event left the window.
 func (o *Object) forget() {
 	if o != nil && !o.kind.keepAll {
