@@ -57,6 +57,8 @@ func New() *resources.Kind {
 		// Only these two: kube-apiserver's field label conversion for
 		// Namespace rejects metadata.namespace (and the legacy "name").
 		Fields: resources.Fields{Labels: []string{"metadata.name", "status.phase"}, Value: fieldValue},
+		// Admission reads the namespace of every create.
+		ReadDecoded: true,
 	}
 }
 
