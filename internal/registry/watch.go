@@ -75,7 +75,8 @@ type Watch struct {
 	batch  []watchcache.Event
 	out    []Event
 	frames [][]byte
-	// more says the last Next filled its batch from the window.
+	// more says the last Next left events it could have read: a full
+	// batch from the window, or a page of initial events with more.
 	more bool
 }
 
@@ -195,6 +196,7 @@ func (w *Watch) Next(ctx context.Context) ([]Event, error) {
 		for _, o := range page.Objects {
 			w.out = append(w.out, Event{Type: watch.Added, Object: o.Cached(), Rev: o.Rev})
 		}
+		w.more = page.Next != ""
 		if page.Next != "" {
 			w.from = page.Next
 			return w.out, nil
