@@ -72,7 +72,7 @@ func New(kinds []*resources.Kind) (*Service, error) {
 		Version: v.EmulationMajor + "." + v.EmulationMinor,
 	}}
 	v3 := v3Config(info, namer, defs)
-	s := &Service{build: func() (*documents, error) { return buildDocuments(services, info, namer, defs) }}
+	s := &Service{build: func() (*documents, error) { return buildDocuments(services, v2Config(info, namer, defs), v3) }}
 
 	// The schemas of the served kinds and their dependencies, as
 	// kube-apiserver builds them for its field managers.
@@ -89,23 +89,21 @@ func New(kinds []*resources.Kind) (*Service, error) {
 
 // buildDocuments builds the v2 document and one v3 document per group
 // version, and serialises each to JSON.
-func buildDocuments(services []*webService, info *spec.Info, namer *definitionNamer, defs common.GetOpenAPIDefinitions) (*documents, error) {
+func buildDocuments(services []*webService, v2 *common.Config, v3 *common.OpenAPIV3Config) (*documents, error) {
 	containers := make([]common.RouteContainer, len(services))
 	for i, ws := range services {
 		containers[i] = ws
 	}
-	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2Config(info, namer, defs))
+	swagger, err := builder.BuildOpenAPISpecFromRoutes(containers, v2)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: building v2: %w", err)
 	}
 	// As kube-apiserver does: defaults are for v3 consumers.
 	swagger.Definitions = handler.PruneDefaults(swagger.Definitions)
 	d := &documents{v3: handler3.NewOpenAPIService(), v3Docs: map[string]bool{}}
-	v2 := handler.NewOpenAPIService(swagger)
-	v2.RegisterOpenAPIVersionedService("/openapi/v2", capture{&d.v2})
+	handler.NewOpenAPIService(swagger).RegisterOpenAPIVersionedService("/openapi/v2", capture{&d.v2})
 
 	// One v3 document per route container, named by its root path.
-	v3 := v3Config(info, namer, defs)
 	for _, ws := range services {
 		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{ws}, v3)
 		if err != nil {
