@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -273,6 +274,52 @@ func TestEndpointSliceMirroring(t *testing.T) {
 		event := waitEvent(t, c, ns, created.UID, "FailedToMirror")
 		if !strings.Contains(event.Message, "ports[1].name: Duplicate value") {
 			t.Errorf("event message %q does not say which field", event.Message)
+		}
+	})
+
+	t.Run("invalid in one of two writes: neither is written", func(t *testing.T) {
+		// Both subsets change: the IPv4 slice validly, then the IPv6 one
+		// invalidly. Nothing ends mirrored either way; a watch shows the
+		// valid write never happened.
+		in := &corev1.Endpoints{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-3"},
+			Subsets: []corev1.EndpointSubset{
+				{Addresses: []corev1.EndpointAddress{{IP: "10.0.3.1"}}, Ports: []corev1.EndpointPort{{Name: "a", Port: 1}}},
+				{Addresses: []corev1.EndpointAddress{{IP: "fd00::3"}}, Ports: []corev1.EndpointPort{{Name: "c", Port: 3}, {Name: "d", Port: 4}}},
+			},
+		}
+		created := must[*corev1.Endpoints](t)(eps.Create(ctx, in, metav1.CreateOptions{}))
+		waitMirrored(t, c, ns, "web-3", map[discoveryv1.AddressType][]string{
+			discoveryv1.AddressTypeIPv4: {"10.0.3.1"},
+			discoveryv1.AddressTypeIPv6: {"fd00::3"},
+		})
+		sel := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web-3"}
+		sel.ResourceVersion = must[*discoveryv1.EndpointSliceList](t)(slicesAPI.List(ctx, sel)).ResourceVersion
+		w := must[watch.Interface](t)(slicesAPI.Watch(ctx, sel))
+		defer w.Stop()
+		created.Subsets[0].Addresses = append(created.Subsets[0].Addresses, corev1.EndpointAddress{IP: "10.0.3.2"})
+		created.Subsets[1].Ports[1].Name = "c"
+		must[*corev1.Endpoints](t)(eps.Update(ctx, created, metav1.UpdateOptions{}))
+		waitMirrored(t, c, ns, "web-3", map[discoveryv1.AddressType][]string{})
+		event := waitEvent(t, c, ns, created.UID, "FailedToMirror")
+		if !strings.Contains(event.Message, "ports[1].name: Duplicate value") {
+			t.Errorf("event message %q does not say which field", event.Message)
+		}
+		for deleted := 0; deleted < 2; {
+			select {
+			case ev := <-w.ResultChan():
+				s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+				if !ok {
+					t.Fatalf("watch: %v", ev.Object)
+				}
+				if ev.Type == watch.Deleted {
+					deleted++
+				} else if slices.Contains(addresses(*s), "10.0.3.2") {
+					t.Errorf("%s %s: the valid half was written", ev.Type, s.Name)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the slices' deletions not seen after 10s")
+			}
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	esutil "k8s.io/endpointslice/util"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -346,5 +347,38 @@ func TestMirroredFor(t *testing.T) {
 	s.Labels[discoveryv1.LabelManagedBy] = "someone-else"
 	if _, ok := mirroredFor(s); ok {
 		t.Error("a slice of another manager is indexed as mirrored")
+	}
+}
+
+// TestEndpointIdentity holds idOf to upstream's EndpointSet: two
+// endpoints are one identity exactly when the set finds one by the other.
+func TestEndpointIdentity(t *testing.T) {
+	ref := func(ns, name, uid string) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, UID: types.UID(uid)}
+	}
+	eps := []discoveryv1.Endpoint{
+		{Addresses: []string{"10.0.0.1"}},
+		{Addresses: []string{"10.0.0.1"}, NodeName: ptr("n1")}, // node is no part of identity
+		{Addresses: []string{"10.0.0.2"}},
+		{Addresses: []string{"10.0.0.1", "10.0.0.2"}},
+		{Addresses: []string{"10.0.0.2", "10.0.0.1"}}, // a set: order is no part
+		{Addresses: []string{"10.0.0.1"}, Hostname: ptr("a")},
+		{Addresses: []string{"10.0.0.1"}, Hostname: ptr("")},
+		{Addresses: []string{"10.0.0.1"}, TargetRef: ref("ns", "p", "1")},
+		{Addresses: []string{"10.0.0.1"}, TargetRef: ref("ns", "p", "2")}, // nor the UID
+		{Addresses: []string{"10.0.0.1"}, TargetRef: ref("ns", "q", "1")},
+		{Addresses: []string{"10.0.0.1"}, TargetRef: ref("other", "p", "1")},
+		{},
+	}
+	for i := range eps {
+		for j := range eps {
+			a, b := eps[i].DeepCopy(), eps[j].DeepCopy()
+			set := esutil.EndpointSet{}
+			set.Insert(a)
+			upstream := set.Get(b) != nil
+			if got := idOf(&eps[i]) == idOf(&eps[j]); got != upstream {
+				t.Errorf("endpoints %d and %d: same identity %v, upstream's set says %v", i, j, got, upstream)
+			}
+		}
 	}
 }

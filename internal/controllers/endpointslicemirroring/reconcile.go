@@ -50,12 +50,24 @@ func (c *controller) reconcile(ctx context.Context, k types.NamespacedName) erro
 	p := planFor(ep, d, existing)
 	// An Endpoints whose slices would not all be valid mirrors to none:
 	// half a service is worse than a missing one, which clients notice.
-	if errs := c.validate(&p); len(errs) > 0 {
-		c.recorder.Eventf(ep, corev1.EventTypeWarning, reasonFailedToMirror,
-			"Cannot mirror to EndpointSlices: %s", errs.ToAggregate().Error())
-		return c.write(ctx, k, ep, &plan{remove: existing})
+	// A plan of one write is validated by the registry as it writes,
+	// before anything else is written: validating a slice of 1,000
+	// endpoints twice was a third of mirroring an update of them.
+	var why string
+	if len(p.create)+len(p.update) > 1 {
+		if errs := c.validate(&p); len(errs) > 0 {
+			why = errs.ToAggregate().Error()
+		}
 	}
-	return c.write(ctx, k, ep, &p)
+	if why == "" {
+		err := c.write(ctx, k, ep, &p)
+		if !apierrors.IsInvalid(err) {
+			return err
+		}
+		why = err.Error()
+	}
+	c.recorder.Eventf(ep, corev1.EventTypeWarning, reasonFailedToMirror, "Cannot mirror to EndpointSlices: %s", why)
+	return c.write(ctx, k, ep, &plan{remove: existing})
 }
 
 // planFor compares the slices ep should mirror to (d) with the existing
@@ -114,11 +126,9 @@ func matches(s *discoveryv1.EndpointSlice, ep *corev1.Endpoints, g *group) bool 
 		return false
 	}
 	for i := range s.Endpoints {
-		// The set's hash sorts the addresses: hash a copy, s is shared.
-		e := s.Endpoints[i]
-		e.Addresses = slices.Clone(e.Addresses)
-		want := g.set.Get(&e)
-		if want == nil || !esutil.EndpointsEqualBeyondHash(want, &e) {
+		e := &s.Endpoints[i]
+		want := g.set[idOf(e)]
+		if want == nil || !esutil.EndpointsEqualBeyondHash(want, e) {
 			return false
 		}
 	}
