@@ -123,6 +123,9 @@ type conn struct {
 	henc          *hpack.Encoder
 	hbuf          bytes.Buffer
 	wdeadline     time.Time
+	// cork, when the connection came from a Listener, holds the TLS
+	// records of a large write for one system call (cork.go).
+	cork *corkConn
 }
 
 // newConn serves HTTP/2 on nc, whose TLS state (shared by its requests)

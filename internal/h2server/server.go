@@ -113,6 +113,7 @@ func (s *Server) ServeConn(tc *tls.Conn, h http.Handler) {
 	}
 	state := tc.ConnectionState()
 	c := newConn(s, tc, &state, h, base)
+	c.cork = corkFor(tc)
 	if !s.track(c) {
 		c.closeNow()
 		return

@@ -22,8 +22,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// start serves h over TLS with this package's HTTP/2 server, configured
-// by configure when set.
+// start serves h over TLS with this package's HTTP/2 server on a
+// Listener, configured by configure when set.
 func start(t *testing.T, h http.Handler, configure func(*Server)) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(h)
@@ -33,6 +33,7 @@ func start(t *testing.T, h http.Handler, configure func(*Server)) *httptest.Serv
 		configure(s)
 	}
 	Configure(ts.Config, s)
+	ts.Listener = Listener(ts.Listener) // as transport.Serve serves
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
 	return ts

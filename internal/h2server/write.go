@@ -301,6 +301,10 @@ func (c *conn) writeOutLocked() {
 	}
 }
 
+// maxRecord is the most plaintext a TLS record holds: a write of more is
+// corked (Listener).
+const maxRecord = 16 << 10
+
 // write writes b to the connection. Its write deadline is moved
 // WriteByteTimeout ahead only once half of that passed, which keeps the
 // deadline's cost off most writes.
@@ -313,6 +317,14 @@ func (c *conn) write(b []byte) error {
 			return err
 		}
 	}
+	if c.cork == nil || len(b) <= maxRecord {
+		_, err := c.nc.Write(b)
+		return err
+	}
+	c.cork.cork()
 	_, err := c.nc.Write(b)
+	if uerr := c.cork.uncork(); err == nil {
+		err = uerr
+	}
 	return err
 }

@@ -570,7 +570,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.readyOnce.Do(func() { close(s.ready) })
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- s.http.ServeTLS(s.listener, "", "") }()
+	go func() { serveErr <- transport.Serve(s.http, s.listener) }()
 
 	timeout := s.cfg.ShutdownTimeout
 	var failure error

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -71,7 +72,7 @@ type Config struct {
 }
 
 // New returns an http.Server serving cfg.Handler with cfg's HTTP/2
-// server; serve it with ServeTLS.
+// server; serve it with Serve.
 func New(cfg Config) (*http.Server, error) {
 	tlsConfig := cfg.TLSConfig.Clone()
 	if !slices.Contains(tlsConfig.NextProtos, "h2") {
@@ -120,4 +121,11 @@ func goErrorKind(errType string) string {
 		return h2server.KindReset
 	}
 	return h2server.KindProtocol
+}
+
+// Serve serves hs, from New, on ln until hs shuts down or ln closes:
+// TLS on h2server.Listener's connections, which take the records of a
+// large HTTP/2 write in one system call.
+func Serve(hs *http.Server, ln net.Listener) error {
+	return hs.ServeTLS(h2server.Listener(ln), "", "")
 }

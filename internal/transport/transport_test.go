@@ -33,7 +33,7 @@ func serve(t *testing.T, cfg Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = hs.ServeTLS(ln, "", "") }()
+	go func() { _ = Serve(hs, ln) }()
 	t.Cleanup(func() { _ = hs.Close() })
 	return ln.Addr().String()
 }

@@ -1,10 +1,12 @@
-// Command floor is the cheapest server a lease renewal can reach: it
-// speaks HTTPS and HTTP/2 with client certificates as leasehold does,
-// answers a GET of any lease with a fixed Lease and a PUT with the body it
-// was sent, and does nothing else (no storage, no validation, no field
-// manager). Run `leasehold bench renew --server-pid` against it to measure
-// the transport's share of a renewal's server CPU on a machine; it is the
-// floor docs/performance.md ("Where the cost goes") compares against.
+// Command floor is the cheapest server a lease renewal and a watch
+// event's fan-out can reach: it speaks HTTPS and HTTP/2 with client
+// certificates as leasehold does, answers a GET of any lease with a
+// fixed Lease and a PUT of one with the body it was sent, sends each PUT
+// of an Endpoints to its watchers (fanout.go), and does nothing else (no
+// storage, no validation, no field manager). Run `leasehold bench renew`
+// or `leasehold bench fanout` with --server-pid against it to measure the
+// transport's share of their server CPU on a machine; it is the floor
+// docs/performance.md ("Where the cost goes") compares against.
 //
 //	go run ./test/perf/floor --pki DATA_DIR/pki --listen 127.0.0.1:PORT
 //
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -82,6 +85,10 @@ func run(pki, listen string, netHTTP bool) error {
 		return fmt.Errorf("no %s serializer", protobuf)
 	}
 	enc := codecs.EncoderForVersion(info.Serializer, coordinationv1.SchemeGroupVersion)
+	fan, err := newFanout()
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Addr: listen,
 		TLSConfig: &tls.Config{
@@ -92,6 +99,10 @@ func run(pki, listen string, netHTTP bool) error {
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
+			case strings.HasSuffix(r.URL.Path, "/endpoints") && r.URL.Query().Get("watch") == "true":
+				fan.watch(w, r)
+			case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/endpoints/"):
+				fan.put(w, r)
 			case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/"):
 				holder := "floor"
 				l := &coordinationv1.Lease{
@@ -114,9 +125,14 @@ func run(pki, listen string, netHTTP bool) error {
 			}
 		}),
 	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
 	if !netHTTP {
 		h2server.Configure(srv, &h2server.Server{})
+		ln = h2server.Listener(ln)
 	}
 	log.Printf("floor: serving on https://%s", listen)
-	return srv.ListenAndServeTLS("", "")
+	return srv.ServeTLS(ln, "", "")
 }
