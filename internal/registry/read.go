@@ -139,9 +139,10 @@ func (r *Registry) List(ctx context.Context, res resources.Resource, namespace s
 	var (
 		s    *watchcache.State
 		from string
+		tok  continueToken
 	)
 	if opts.Continue != "" {
-		tok, err := decodeContinue(opts.Continue)
+		tok, err = decodeContinue(opts.Continue)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
@@ -200,11 +201,17 @@ func (r *Registry) List(ctx context.Context, res resources.Resource, namespace s
 	if page.Next != "" {
 		c.Retain(s)
 		last := page.Objects[len(page.Objects)-1].Key
-		out.Continue = encodeContinue(strings.TrimPrefix(last, r.kindPrefix(res.Kind))+"\x00", s.Rev)
+		var left int64 // objects after this page
 		if sel.Label.Empty() && sel.Field.Empty() {
-			n := int64(page.Remaining)
-			out.RemainingItemCount = &n
+			// The previous page's token says how many were left then;
+			// counting them at every page made paging O(n^2).
+			left = tok.Left - int64(len(page.Objects))
+			if left < 1 { // unknown (0), or not what this state holds
+				left = int64(s.Count(sel, page.Next))
+			}
+			out.RemainingItemCount = &left
 		}
+		out.Continue = encodeContinue(strings.TrimPrefix(last, r.kindPrefix(res.Kind))+"\x00", s.Rev, left)
 	}
 	return out, nil
 }
@@ -220,7 +227,7 @@ func (r *Registry) expiredContinue(res resources.Resource, from string, err erro
 		"You can start a new list without the continue parameter, or use the continue token in this response to " +
 		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
 		"objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-	se.ErrStatus.ListMeta.Continue = encodeContinue(strings.TrimPrefix(from, r.kindPrefix(res.Kind)), -1)
+	se.ErrStatus.ListMeta.Continue = encodeContinue(strings.TrimPrefix(from, r.kindPrefix(res.Kind)), -1, 0)
 	return se
 }
 
@@ -268,10 +275,16 @@ type continueToken struct {
 	APIVersion      string `json:"v"`
 	ResourceVersion int64  `json:"rv"`
 	StartKey        string `json:"start"`
+	// Left, when not 0, is how many objects the list's key range holds
+	// from StartKey on at ResourceVersion: the next page's
+	// remainingItemCount is then Left less that page. Our own field
+	// (kube-apiserver counts in etcd); a token that lies about it
+	// misinforms only its own client.
+	Left int64 `json:"left,omitempty"`
 }
 
-func encodeContinue(start string, rev int64) string {
-	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: start})
+func encodeContinue(start string, rev, left int64) string {
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: start, Left: left})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

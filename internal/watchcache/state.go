@@ -31,58 +31,51 @@ type Page struct {
 	Objects []*Object
 	// Next is the key to continue from; empty when the list is complete.
 	Next string
-	// Remaining counts the objects after this page that the selector's key
-	// range holds; only meaningful when the selector has no label or field
-	// part (kube-apiserver's remainingItemCount rule).
-	Remaining int
 }
 
 // List returns the selected objects in key order, starting at key from
 // (inclusive; "" for the beginning), at most limit of them (0: all).
 func (s *State) List(sel Selector, from string, limit int) Page {
-	scope, exact := sel.keyScope(s.prefix, s.namespaced)
-	start := scope
-	if from > start {
-		start = from
-	}
 	var p Page
+	s.ascend(sel, from, func(o *Object) bool {
+		if !o.matches(sel) {
+			return true
+		}
+		if limit > 0 && len(p.Objects) == limit {
+			p.Next = o.Key
+			return false
+		}
+		p.Objects = append(p.Objects, o)
+		return true
+	})
+	return p
+}
+
+// Count returns the number of objects in sel's key range (its namespace
+// or name; not its label and field parts) from key from on: what
+// kube-apiserver's remainingItemCount counts. It walks them all.
+func (s *State) Count(sel Selector, from string) int {
+	n := 0
+	s.ascend(sel, from, func(*Object) bool { n++; return true })
+	return n
+}
+
+// ascend calls fn with the objects of sel's key range from key from on,
+// in key order, until fn returns false.
+func (s *State) ascend(sel Selector, from string, fn func(*Object) bool) {
+	scope, exact := sel.keyScope(s.prefix, s.namespaced)
+	start := max(scope, from)
 	s.tree.AscendGreaterOrEqual(probe(start), func(o *Object) bool {
 		if exact && o.Key != scope || !exact && !strings.HasPrefix(o.Key, scope) {
 			return false
 		}
-		if limit > 0 && len(p.Objects) == limit {
-			if p.Next == "" {
-				if !sel.Everything() && (sel.Label != nil && !sel.Label.Empty() || sel.Field != nil && !sel.Field.Empty()) {
-					// With a selector we cannot count what is left without
-					// matching it all; find only whether anything is.
-					if o.matches(sel) {
-						p.Next = o.Key
-						return false
-					}
-					return true
-				}
-				p.Next = o.Key
-			}
-			p.Remaining++
-			return true
-		}
-		if o.matches(sel) {
-			p.Objects = append(p.Objects, o)
-		}
-		return true
+		return fn(o)
 	})
-	return p
 }
 
 // Each calls fn with the objects of namespace in key order ("" for all
 // namespaces, and for a cluster-scoped resource), until fn returns false.
 // Like List, it stops at the first key outside the namespace.
 func (s *State) Each(namespace string, fn func(*Object) bool) {
-	scope, exact := Selector{Namespace: namespace}.keyScope(s.prefix, s.namespaced)
-	s.tree.AscendGreaterOrEqual(probe(scope), func(o *Object) bool {
-		if exact && o.Key != scope || !exact && !strings.HasPrefix(o.Key, scope) {
-			return false
-		}
-		return fn(o)
-	})
+	s.ascend(Selector{Namespace: namespace}, "", fn)
 }

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,9 +61,31 @@ func TestListPaginationIsASnapshot(t *testing.T) {
 			names = append(names, l.Name)
 		}
 		cont = page.Continue
+		if cont != "" && (page.RemainingItemCount == nil || *page.RemainingItemCount != int64(25-len(names))) {
+			t.Errorf("after %d items: remainingItemCount %v", len(names), page.RemainingItemCount)
+		}
 	}
 	if len(names) != 25 || names[20] != "l020" || names[24] != "l024" {
 		t.Fatalf("paginated list is not the first page's snapshot: %v", names)
+	}
+	// A page's token carries the count of what is left, so that the next
+	// page need not walk it; a token without one (kube-apiserver's, an
+	// older leasehold's) or with one the snapshot cannot hold is counted.
+	var tok map[string]any
+	raw, _ := base64.RawURLEncoding.DecodeString(first.Continue)
+	if err := json.Unmarshal(raw, &tok); err != nil || tok["left"] != 15.0 {
+		t.Fatalf("first page's token %s: %v", raw, err)
+	}
+	for _, left := range []any{nil, 1} {
+		tok["left"] = left
+		if left == nil {
+			delete(tok, "left")
+		}
+		raw, _ := json.Marshal(tok)
+		page := must[*coordinationv1.LeaseList](t)(leases.List(ctx, metav1.ListOptions{Limit: 10, Continue: base64.RawURLEncoding.EncodeToString(raw)}))
+		if page.RemainingItemCount == nil || *page.RemainingItemCount != 5 {
+			t.Errorf("second page from token %s: remainingItemCount %v, want 5", raw, page.RemainingItemCount)
+		}
 	}
 	// A label selector narrows; remainingItemCount is only given without
 	// selectors.
