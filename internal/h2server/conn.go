@@ -815,6 +815,14 @@ func (c *conn) closeSoon() {
 // closeNow closes the connection; the serve goroutine then tears it down.
 func (c *conn) closeNow() {
 	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeTransport()
+}
+
+// closeTransport closes the connection, ending a stalled write.
+func (c *conn) closeTransport() {
+	if c.cork != nil {
+		c.cork.abortWrite()
+	}
 	_ = c.nc.Close()
 }
 
@@ -822,7 +830,7 @@ func (c *conn) closeNow() {
 // contexts and bodies, and writers waiting for it.
 func (c *conn) teardown() {
 	c.cancel()
-	_ = c.nc.Close()
+	c.closeTransport()
 	c.mu.Lock()
 	c.goingAway = true
 	streams := make([]*stream, 0, len(c.streams))

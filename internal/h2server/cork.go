@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // Listener returns l with its connections able to take the TLS records
@@ -35,6 +36,9 @@ type corkConn struct {
 	net.Conn
 	mu   sync.Mutex
 	held *[]byte // while corked
+	// writing is set while uncork writes (outside TLS's lock): see
+	// abortWrite.
+	writing atomic.Bool
 }
 
 // corkBuffers hold the records of corked writes: taken at cork, given
@@ -69,7 +73,19 @@ func (c *corkConn) uncork() error {
 	defer c.mu.Unlock()
 	p := c.held
 	c.held = nil
+	c.writing.Store(true)
 	_, err := c.Conn.Write(*p)
+	c.writing.Store(false)
 	putBuffer(&corkBuffers, p, *p, 4*maxBuffered)
 	return err
+}
+
+// abortWrite closes the connection under TLS when uncork is writing. A
+// TLS close would otherwise queue its close_notify behind that write,
+// which a client that stopped reading does not let finish: crypto/tls,
+// when its own Write is under way, closes so too.
+func (c *corkConn) abortWrite() {
+	if c.writing.Load() {
+		_ = c.Conn.Close()
+	}
 }

@@ -289,7 +289,7 @@ func (c *conn) writeOutLocked() {
 		if err != nil && c.werr == nil {
 			c.werr = err
 			// The serve goroutine sees the close and tears down.
-			_ = c.nc.Close()
+			c.closeTransport()
 		}
 		c.wcond.Broadcast()
 	}
