@@ -1,12 +1,14 @@
-// Command floor is the cheapest server a lease renewal and a watch
-// event's fan-out can reach: it speaks HTTPS and HTTP/2 with client
+// Command floor is the cheapest server a lease renewal, a watch event's
+// fan-out and a list can reach: it speaks HTTPS and HTTP/2 with client
 // certificates as leasehold does, answers a GET of any lease with a
 // fixed Lease and a PUT of one with the body it was sent, sends each PUT
-// of an Endpoints to its watchers (fanout.go), and does nothing else (no
-// storage, no validation, no field manager). Run `leasehold bench renew`
-// or `leasehold bench fanout` with --server-pid against it to measure the
-// transport's share of their server CPU on a machine; it is the floor
-// docs/performance.md ("Where the cost goes") compares against.
+// of an Endpoints to its watchers (fanout.go), answers lists of leases
+// with bodies given (list.go), and does nothing else (no
+// storage, no validation, no field manager). Run `leasehold bench renew`,
+// `fanout` or `list` with --server-pid against it to measure the
+// transport's share of their server CPU on a machine (test/perf/floor.sh
+// runs them beside leasehold); it is the floor docs/performance.md
+// ("Where the cost goes") compares against.
 //
 //	go run ./test/perf/floor --pki DATA_DIR/pki --listen 127.0.0.1:PORT
 //
@@ -46,6 +48,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:6443", "address to serve on")
 	netHTTP := flag.Bool("net-http-h2", false, "serve HTTP/2 with net/http's server instead of leasehold's")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the first 15 s here")
+	listDir := flag.String("lists", "", "answer a list of leases with DIR/list.json or DIR/list.pb (list.go)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -57,12 +60,12 @@ func main() {
 		}
 		time.AfterFunc(15*time.Second, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	if err := run(*pki, *listen, *netHTTP); err != nil {
+	if err := run(*pki, *listen, *netHTTP, *listDir); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(pki, listen string, netHTTP bool) error {
+func run(pki, listen string, netHTTP bool, listDir string) error {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "serving.crt"), filepath.Join(pki, "serving.key"))
 	if err != nil {
 		return err
@@ -89,6 +92,12 @@ func run(pki, listen string, netHTTP bool) error {
 	if err != nil {
 		return err
 	}
+	var leaseLists *lists
+	if listDir != "" {
+		if leaseLists, err = loadLists(listDir); err != nil {
+			return err
+		}
+	}
 	srv := &http.Server{
 		Addr: listen,
 		TLSConfig: &tls.Config{
@@ -103,6 +112,8 @@ func run(pki, listen string, netHTTP bool) error {
 				fan.watch(w, r)
 			case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/endpoints/"):
 				fan.put(w, r)
+			case leaseLists != nil && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/leases"):
+				leaseLists.serve(w, r)
 			case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/"):
 				holder := "floor"
 				l := &coordinationv1.Lease{
