@@ -55,7 +55,8 @@ stop_floor() { stop_leasehold; }
 start_floor-go() { start_floor --net-http-h2; }
 stop_floor-go() { stop_leasehold; }
 
-# The list bodies the floors serve: a filled leasehold's own.
+# The list bodies the floors serve: a filled leasehold's own (a user
+# agent other than curl's, which gets its JSON indented).
 capture_lists() {
   mkdir -p "$OUT/lists"
   start_leasehold
@@ -65,8 +66,8 @@ capture_lists() {
   grep client-certificate-data "$KC" | awk '{print $2}' | base64 -d >"$crt"
   grep client-key-data "$KC" | awk '{print $2}' | base64 -d >"$key"
   url=https://127.0.0.1:$SERVE_PORT/apis/coordination.k8s.io/v1/namespaces/default/leases
-  curl -sfk --cert "$crt" --key "$key" -H "Accept: application/json" "$url" -o "$OUT/lists/list.json"
-  curl -sfk --cert "$crt" --key "$key" -H "Accept: application/vnd.kubernetes.protobuf" "$url" -o "$OUT/lists/list.pb"
+  curl -sfk -A floor.sh --cert "$crt" --key "$key" -H "Accept: application/json" "$url" -o "$OUT/lists/list.json"
+  curl -sfk -A floor.sh --cert "$crt" --key "$key" -H "Accept: application/vnd.kubernetes.protobuf" "$url" -o "$OUT/lists/list.pb"
   stop_leasehold
 }
 
