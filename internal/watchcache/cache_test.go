@@ -406,3 +406,53 @@ func TestDecodedWhileInWindow(t *testing.T) {
 		t.Errorf("DELETED carries resourceVersion %s, want %d", got, rev)
 	}
 }
+
+// TestListRange: a namespace's list holds its objects and no other's,
+// whatever sorts beside it (namespaces that extend its name, keys past
+// it by one byte), from any key on; Count counts the same range.
+func TestListRange(t *testing.T) {
+	h := newHistory(t, 10)
+	keys := []string{"a/1", "a/2", "a-b/1", "ab/1", "a0/1", "b/1", "a\xff/1"}
+	for _, k := range keys {
+		h.rev++
+		ev, err := h.c.apply(storage.Event{Type: storage.EventPut, Revision: h.rev,
+			KV: storage.KeyValue{Key: prefix + k, Value: nil, ModRevision: h.rev}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.c.publish(h.rev, []Event{ev})
+	}
+	s := h.c.Current()
+	names := func(p Page) (out []string) {
+		for _, o := range p.Objects {
+			out = append(out, o.Namespace+"/"+o.Name)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		sel   Selector
+		from  string
+		limit int
+		want  []string
+		next  string
+		count int
+	}{
+		{sel: Selector{Namespace: "a"}, want: []string{"a/1", "a/2"}, count: 2},
+		{sel: Selector{Namespace: "a"}, limit: 1, want: []string{"a/1"}, next: prefix + "a/2", count: 2},
+		{sel: Selector{Namespace: "a"}, from: prefix + "a/1\x00", want: []string{"a/2"}, count: 1},
+		{sel: Selector{Namespace: "a\xff"}, want: []string{"a\xff/1"}, count: 1},
+		{sel: Selector{Namespace: "a0"}, want: []string{"a0/1"}, count: 1},
+		{sel: Selector{Namespace: "c"}, count: 0},
+		{sel: Selector{Namespace: "a", Name: "2"}, want: []string{"a/2"}, count: 1},
+		{sel: Selector{Namespace: "a", Name: "2"}, from: prefix + "a/2\x00", count: 0},
+		{sel: Selector{}, limit: 3, want: []string{"a-b/1", "a/1", "a/2"}, next: prefix + "a0/1", count: len(keys)},
+	} {
+		p := s.List(c.sel, c.from, c.limit)
+		if diff := cmp.Diff(c.want, names(p)); diff != "" || p.Next != c.next {
+			t.Errorf("List(%+v, %q, %d): next %q (want %q), objects (-want +got):\n%s", c.sel, c.from, c.limit, p.Next, c.next, diff)
+		}
+		if n := s.Count(c.sel, c.from); n != c.count {
+			t.Errorf("Count(%+v, %q) = %d, want %d", c.sel, c.from, n, c.count)
+		}
+	}
+}

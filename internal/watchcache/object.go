@@ -151,6 +151,13 @@ func (o *Object) matches(s Selector) bool {
 	if s.Name != "" && o.Name != s.Name {
 		return false
 	}
+	return o.selected(s)
+}
+
+// selected reports whether s's label and field parts select the object;
+// a walk of s's key range (State.ascend) needs no more, and reading the
+// object's names would be a cache miss an object.
+func (o *Object) selected(s Selector) bool {
 	if s.Label != nil && !s.Label.Empty() && !s.Label.Matches(o.Labels) {
 		return false
 	}
