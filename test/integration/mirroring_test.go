@@ -270,11 +270,7 @@ func TestEndpointSliceMirroring(t *testing.T) {
 		})
 		created.Subsets[0].Ports[1].Name = "a"
 		must[*corev1.Endpoints](t)(eps.Update(ctx, created, metav1.UpdateOptions{}))
-		waitMirrored(t, c, ns, "web-2", map[discoveryv1.AddressType][]string{})
-		event := waitEvent(t, c, ns, created.UID, "FailedToMirror")
-		if !strings.Contains(event.Message, "ports[1].name: Duplicate value") {
-			t.Errorf("event message %q does not say which field", event.Message)
-		}
+		expectUnmirrored(t, c, created, "ports[1].name: Duplicate value")
 	})
 
 	t.Run("invalid in one of two writes: neither is written", func(t *testing.T) {
@@ -300,11 +296,7 @@ func TestEndpointSliceMirroring(t *testing.T) {
 		created.Subsets[0].Addresses = append(created.Subsets[0].Addresses, corev1.EndpointAddress{IP: "10.0.3.2"})
 		created.Subsets[1].Ports[1].Name = "c"
 		must[*corev1.Endpoints](t)(eps.Update(ctx, created, metav1.UpdateOptions{}))
-		waitMirrored(t, c, ns, "web-3", map[discoveryv1.AddressType][]string{})
-		event := waitEvent(t, c, ns, created.UID, "FailedToMirror")
-		if !strings.Contains(event.Message, "ports[1].name: Duplicate value") {
-			t.Errorf("event message %q does not say which field", event.Message)
-		}
+		expectUnmirrored(t, c, created, "ports[1].name: Duplicate value")
 		for deleted := 0; deleted < 2; {
 			select {
 			case ev := <-w.ResultChan():
@@ -332,6 +324,17 @@ func TestEndpointSliceMirroring(t *testing.T) {
 			t.Errorf("another manager's slice: %v", err)
 		}
 	})
+}
+
+// expectUnmirrored waits until ep mirrors to no slice, with a
+// FailedToMirror Event whose message says why.
+func expectUnmirrored(t testing.TB, c kubernetes.Interface, ep *corev1.Endpoints, why string) {
+	t.Helper()
+	waitMirrored(t, c, ep.Namespace, ep.Name, map[discoveryv1.AddressType][]string{})
+	event := waitEvent(t, c, ep.Namespace, ep.UID, "FailedToMirror")
+	if !strings.Contains(event.Message, why) {
+		t.Errorf("event message %q does not say %q", event.Message, why)
+	}
 }
 
 // waitEvent waits for an Event of reason about the object uid and

@@ -79,10 +79,4 @@ run() { # system round
 }
 
 read -r -a order <<<"$SYSTEMS"
-for r in $(seq "$ROUNDS"); do
-  if [ $((r % 2)) = 0 ]; then
-    for ((i = ${#order[@]} - 1; i >= 0; i--)); do run "${order[$i]}" "$r"; done
-  else
-    for sys in "${order[@]}"; do run "$sys" "$r"; done
-  fi
-done
+alternate "$ROUNDS" "${order[@]}"

@@ -137,11 +137,4 @@ run() { # system round: one run, its line on stdout
 
 declare -A RATE # renewals a second each system last reached
 read -ra systems <<<"$SYSTEMS"
-for r in $(seq "$ROUNDS"); do
-  order=("${systems[@]}")
-  if [ $((r % 2)) = 0 ]; then
-    order=()
-    for ((i = ${#systems[@]} - 1; i >= 0; i--)); do order+=("${systems[i]}"); done
-  fi
-  for sys in "${order[@]}"; do run "$sys" "$r"; done
-done
+alternate "$ROUNDS" "${systems[@]}"

@@ -59,3 +59,19 @@ start_kas() {
   KC=$PEERS_DIR/admin.kubeconfig PIDS=$KAS_PID,$ETCD_PID
 }
 stop_kas() { "$KIT/stop.sh" >/dev/null; rm -rf "$PEERS_DIR/etcd-data"; }
+
+# alternate ROUNDS SYSTEM... calls `run SYSTEM ROUND` for each system in
+# each round: in the order given in odd rounds, reversed in even ones,
+# as the machine's speed drifts.
+alternate() {
+  local rounds=$1 r i sys
+  shift
+  local order=("$@")
+  for r in $(seq "$rounds"); do
+    if [ $((r % 2)) = 0 ]; then
+      for ((i = ${#order[@]} - 1; i >= 0; i--)); do run "${order[$i]}" "$r"; done
+    else
+      for sys in "${order[@]}"; do run "$sys" "$r"; done
+    fi
+  done
+}
