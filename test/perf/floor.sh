@@ -44,7 +44,7 @@ start_floor() {
   kill "$PID"; wait "$PID" 2>/dev/null || true
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$OUT/floor" --pki "$LHDIR/pki" --listen "127.0.0.1:$port" --lists "$OUT/lists" "$@" >"$LHDIR/floor.log" 2>&1 &
+  "$OUT/floor" --pki "$LHDIR/pki" --listen "127.0.0.1:$port" "${LISTS[@]}" "$@" >"$LHDIR/floor.log" 2>&1 &
   PID=$!
   sed -i "s#server: https://127.0.0.1:[0-9]*#server: https://127.0.0.1:$port#" "$KC"
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0; sleep 0.1; done
@@ -55,6 +55,7 @@ stop_floor() { stop_leasehold; }
 start_floor-go() { start_floor --net-http-h2; }
 stop_floor-go() { stop_leasehold; }
 
+LISTS=() # the floor's --lists, once captured
 # The list bodies the floors serve: a filled leasehold's own (a user
 # agent other than curl's, which gets its JSON indented).
 capture_lists() {
@@ -69,6 +70,7 @@ capture_lists() {
   curl -sfk -A floor.sh --cert "$crt" --key "$key" -H "Accept: application/json" "$url" -o "$OUT/lists/list.json"
   curl -sfk -A floor.sh --cert "$crt" --key "$key" -H "Accept: application/vnd.kubernetes.protobuf" "$url" -o "$OUT/lists/list.pb"
   stop_leasehold
+  LISTS=(--lists "$OUT/lists")
 }
 
 run() { # system round
