@@ -443,6 +443,10 @@ func TestListRange(t *testing.T) {
 		{sel: Selector{Namespace: "a\xff"}, want: []string{"a\xff/1"}, count: 1},
 		{sel: Selector{Namespace: "a0"}, want: []string{"a0/1"}, count: 1},
 		{sel: Selector{Namespace: "c"}, count: 0},
+		// A from past the range (a forged continue token) reads nothing
+		// of the namespaces after it.
+		{sel: Selector{Namespace: "a"}, from: prefix + "b/1", count: 0},
+		{sel: Selector{Namespace: "a"}, from: prefix + "a0/1", count: 0},
 		{sel: Selector{Namespace: "a", Name: "2"}, want: []string{"a/2"}, count: 1},
 		{sel: Selector{Namespace: "a", Name: "2"}, from: prefix + "a/2\x00", count: 0},
 		{sel: Selector{}, limit: 3, want: []string{"a-b/1", "a/1", "a/2"}, next: prefix + "a0/1", count: len(keys)},

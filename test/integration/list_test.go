@@ -271,3 +271,30 @@ func names(items []coordinationv1.Lease) []string {
 	}
 	return out
 }
+
+// TestContinueCannotLeaveTheNamespace: a continue token is the client's
+// to forge; one whose key lies past the list's namespace lists nothing of
+// the namespaces after it.
+func TestContinueCannotLeaveTheNamespace(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	ctx := t.Context()
+	c := s.ProtoClient(t)
+	for _, ns := range []string{"a", "b", "zz"} { // b: the first object past a is not where the token starts
+		must[*corev1.Namespace](t)(c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
+		createLeases(t, s, ns, 2, nil)
+	}
+	first := must[*coordinationv1.LeaseList](t)(c.CoordinationV1().Leases("a").List(ctx, metav1.ListOptions{Limit: 1}))
+	raw, _ := base64.RawURLEncoding.DecodeString(first.Continue)
+	var tok map[string]any
+	if err := json.Unmarshal(raw, &tok); err != nil {
+		t.Fatal(err)
+	}
+	tok["start"] = "zz/l000"
+	delete(tok, "left")
+	forged, _ := json.Marshal(tok)
+	page, err := c.CoordinationV1().Leases("a").List(ctx, metav1.ListOptions{Limit: 10, Continue: base64.RawURLEncoding.EncodeToString(forged)})
+	if err == nil && len(page.Items) > 0 {
+		t.Fatalf("a list of namespace a continued into %s/%s", page.Items[0].Namespace, page.Items[0].Name)
+	}
+}
