@@ -36,9 +36,10 @@ type corkConn struct {
 	net.Conn
 	mu   sync.Mutex
 	held *[]byte // while corked
-	// writing is set while uncork writes (outside TLS's lock): see
-	// abortWrite.
-	writing atomic.Bool
+	// writing is set while uncork writes (outside TLS's lock), aborted
+	// once abortWrite ran: each side checks the other's after setting
+	// its own, so a stalled write is always closed (see abortWrite).
+	writing, aborted atomic.Bool
 }
 
 // corkBuffers hold the records of corked writes: taken at cork, given
@@ -74,7 +75,15 @@ func (c *corkConn) uncork() error {
 	p := c.held
 	c.held = nil
 	c.writing.Store(true)
-	_, err := c.Conn.Write(*p)
+	var err error
+	if c.aborted.Load() {
+		err = c.Conn.Close() // abortWrite may have looked before writing was set
+		if err == nil {
+			err = net.ErrClosed
+		}
+	} else {
+		_, err = c.Conn.Write(*p)
+	}
 	c.writing.Store(false)
 	putBuffer(&corkBuffers, p, *p, 4*maxBuffered)
 	return err
@@ -85,6 +94,7 @@ func (c *corkConn) uncork() error {
 // which a client that stopped reading does not let finish: crypto/tls,
 // when its own Write is under way, closes so too.
 func (c *corkConn) abortWrite() {
+	c.aborted.Store(true)
 	if c.writing.Load() {
 		_ = c.Conn.Close()
 	}
