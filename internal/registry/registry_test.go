@@ -30,9 +30,16 @@ import (
 type conflicting struct {
 	storage.Interface
 	conflicts atomic.Int64
-	// before, when set, runs once before the next put: a concurrent
-	// writer's turn.
+	// before, when set, runs once before the next put or delete: a
+	// concurrent writer's turn.
 	before atomic.Pointer[func()]
+}
+
+func (c *conflicting) Delete(ctx context.Context, key string, expected int64) (storage.KeyValue, error) {
+	if f := c.before.Swap(nil); f != nil {
+		(*f)()
+	}
+	return c.Interface.Delete(ctx, key, expected)
 }
 
 func (c *conflicting) Put(ctx context.Context, key string, value []byte, expected int64, opts ...storage.PutOption) (storage.KeyValue, error) {
@@ -180,6 +187,62 @@ func TestUpdateRetryStartsOver(t *testing.T) {
 				t.Errorf("Again called %d times for one retry", agains)
 			}
 		})
+	}
+}
+
+// TestFinalizingUpdateRetries: an update that removes the last finalizer
+// of an object being deleted deletes it; a write coming between is a
+// conflict retried like any other, not an internal error.
+func TestFinalizingUpdateRetries(t *testing.T) {
+	reg, st := newTestRegistry(t)
+	ctx := t.Context()
+	eps := resourceOf(t, reg, schema.GroupKind{Kind: "Endpoints"})
+	held := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}
+	if _, err := reg.Create(ctx, eps, "default", held.DeepCopy(), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Delete(ctx, eps, "default", "held", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := reg.Get(ctx, eps, "default", "held", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := got.Object().(*corev1.Endpoints)
+	if marked.DeletionTimestamp == nil {
+		t.Fatalf("delete left %+v, want it marked", marked.ObjectMeta)
+	}
+	writes := 0
+	concurrent := func() {
+		writes++
+		other := marked.DeepCopy()
+		other.ResourceVersion = ""
+		other.Labels = map[string]string{"write": fmt.Sprint(writes)}
+		if _, err := reg.Update(ctx, eps, "default", "held", "", other, WriteOptions{Manager: "other"}); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Conditioned on the resourceVersion read: a conflict for the client.
+	st.before.Store(&concurrent)
+	release := marked.DeepCopy()
+	release.Finalizers = nil
+	_, err = reg.Update(ctx, eps, "default", "held", "", release, WriteOptions{})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("release after a concurrent write: %v, want a conflict", err)
+	}
+
+	// Unconditional: retried on the object as it now is, and deleted.
+	st.before.Store(&concurrent)
+	release.ResourceVersion = ""
+	if _, err := reg.Update(ctx, eps, "default", "held", "", release, WriteOptions{}); err != nil {
+		t.Fatalf("unconditional release after a concurrent write: %v", err)
+	}
+	if st.before.Load() != nil {
+		t.Fatal("no concurrent write")
+	}
+	if _, err := reg.Get(ctx, eps, "default", "held", ""); !apierrors.IsNotFound(err) {
+		t.Errorf("get after release: %v, want not found", err)
 	}
 }
 

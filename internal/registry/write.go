@@ -454,8 +454,17 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 		}
 		newObj := a.obj
 		if cur != nil && readyToDelete(res.Kind, newObj) {
-			if err := r.deleteFinalized(ctx, res, key, name, cur, newObj, dryRun); err != nil {
-				return nil, err
+			if err := r.deleteFinalized(ctx, key, cur, newObj, dryRun); err != nil {
+				// Another write came between: fn decides again on it,
+				// as after a conflicting put.
+				var ce *storage.ConflictError
+				if !errors.As(err, &ce) {
+					return nil, storageError(err, res, name, "delete")
+				}
+				if cur, err = r.fromConflict(res.Kind, ce); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			r.state[res.Kind].owners.set(key, 0, false)
 			a.deleted = true
@@ -569,14 +578,15 @@ func readyToDelete(k *resources.Kind, obj resources.Object) bool {
 }
 
 // deleteFinalized deletes an object whose update removed its last
-// finalizer; the answer is the object as the update left it.
-func (r *Registry) deleteFinalized(ctx context.Context, res resources.Resource, key, name string, cur *current, final resources.Object, dryRun bool) error {
+// finalizer; the answer is the object as the update left it. An object
+// already gone is not an error; a conflict is returned as storage's.
+func (r *Registry) deleteFinalized(ctx context.Context, key string, cur *current, final resources.Object, dryRun bool) error {
 	final.SetResourceVersion(strconv.FormatInt(cur.rev, 10))
 	if dryRun {
 		return nil
 	}
 	if _, err := r.store.Delete(ctx, key, cur.rev); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return storageError(err, res, name, "delete")
+		return err
 	}
 	return nil
 }
