@@ -44,9 +44,13 @@ func itemFormat(out Output) (format int, ok bool) {
 }
 
 // item returns the item encoding of a cached object (storage version) at
-// res's version, from the memo when it holds it.
+// res's version, from the memo when it holds it; else verbatim, or
+// encoded.
 func (c *Codecs) item(out Output, format int, res resources.Resource, obj Cached) ([]byte, error) {
 	return obj.Memo.item(format, res.VersionIndex(), func() ([]byte, error) {
+		if it, ok := verbatimFor(format, res).item(obj); ok {
+			return it.appendTo(make([]byte, 0, it.size())), nil
+		}
 		v, err := res.FromStorage(obj.Object())
 		if err != nil {
 			return nil, err

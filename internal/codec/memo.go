@@ -31,6 +31,14 @@ type Cached struct {
 	Memo *Memo
 }
 
+// VerbatimSource is implemented by a Cached's From that keeps the storage
+// encoding its object was decoded from, and its resourceVersion: ok when
+// Verbatim holds of them, so that protobuf items of the storage version
+// are made from them.
+type VerbatimSource interface {
+	Verbatim() (stored []byte, rev int64, ok bool)
+}
+
 // Object returns the API object.
 func (c Cached) Object() resources.Object {
 	if c.Obj != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/internal/admission"
+	"github.com/leasehold/leasehold/internal/codec"
 	"github.com/leasehold/leasehold/internal/resources"
 	"github.com/leasehold/leasehold/internal/resources/builtin"
 	"github.com/leasehold/leasehold/internal/storage"
@@ -243,6 +244,58 @@ func TestFinalizingUpdateRetries(t *testing.T) {
 	}
 	if _, err := reg.Get(ctx, eps, "default", "held", ""); !apierrors.IsNotFound(err) {
 		t.Errorf("get after release: %v, want not found", err)
+	}
+}
+
+// TestProtobufItemsVerbatim: the cache serves a Lease's protobuf item
+// from its stored bytes (codec.Verbatim holds of what the registry
+// stores), and the list decodes to the objects with their
+// resourceVersions.
+func TestProtobufItemsVerbatim(t *testing.T) {
+	reg, _ := newTestRegistry(t)
+	ctx := t.Context()
+	leases := resourceOf(t, reg, schema.GroupKind{Group: coordinationv1.GroupName, Kind: "Lease"})
+	holder := "h"
+	for i := range 3 {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("l", i), Labels: map[string]string{"i": fmt.Sprint(i)}}}
+		out, err := reg.Create(ctx, leases, "default", l, WriteOptions{Manager: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			l = out.Object.(*coordinationv1.Lease).DeepCopy()
+			l.Spec.HolderIdentity = &holder
+			if _, err := reg.Update(ctx, leases, "default", l.Name, "", l, WriteOptions{Manager: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	list, err := reg.List(ctx, leases, "default", &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &coordinationv1.LeaseList{ListMeta: list.ListMeta()}
+	for _, it := range list.Items {
+		if _, _, ok := it.From.(codec.VerbatimSource).Verbatim(); !ok {
+			t.Errorf("%s is not served verbatim", it.Object().GetName())
+		}
+		want.Items = append(want.Items, *it.Object().(*coordinationv1.Lease))
+	}
+	info, err := reg.Codecs().InputSerializer(codec.Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := reg.Codecs().EncodeList(codec.Output{Info: info}, leases, list.Items, list.ListMeta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got coordinationv1.LeaseList
+	if _, _, err := info.Serializer.Decode(body.AppendTo(nil), nil, &got); err != nil {
+		t.Fatal(err)
+	}
+	got.TypeMeta = metav1.TypeMeta{}
+	if diff := cmp.Diff(want, &got); diff != "" || len(got.Items) != 3 || got.Items[1].ResourceVersion == got.Items[0].ResourceVersion {
+		t.Errorf("protobuf list (-want +got):\n%s", diff)
 	}
 }
 

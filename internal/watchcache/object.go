@@ -48,6 +48,9 @@ type Object struct {
 	// metadata.name and metadata.namespace, in kind.fields order.
 	fields []string
 	kind   *kind
+	// verbatim says Stored is what encoding the object gives, but for its
+	// resourceVersion (codec.Verbatim).
+	verbatim bool
 	// decoded is the API object while the object's event is in the
 	// window; nil otherwise.
 	decoded atomic.Pointer[decoded]
@@ -82,7 +85,8 @@ func (k *kind) object(kv storage.KeyValue, ns, name string, keep bool) (*Object,
 	if err != nil {
 		return nil, err
 	}
-	o := &Object{Key: kv.Key, Namespace: ns, Name: name, Rev: kv.ModRevision, Labels: obj.GetLabels(), Stored: kv.Value, kind: k}
+	o := &Object{Key: kv.Key, Namespace: ns, Name: name, Rev: kv.ModRevision, Labels: obj.GetLabels(), Stored: kv.Value, kind: k,
+		verbatim: codec.Verbatim(kv.Value, obj)}
 	if len(k.fields) > 0 {
 		o.fields = make([]string, len(k.fields))
 		for i, l := range k.fields {
@@ -137,6 +141,9 @@ func (o *Object) forget() {
 
 // Cached returns the object as the codec encodes it.
 func (o *Object) Cached() codec.Cached { return codec.Cached{From: o, Memo: &o.Memo} }
+
+// Verbatim implements codec.VerbatimSource.
+func (o *Object) Verbatim() ([]byte, int64, bool) { return o.Stored, o.Rev, o.verbatim }
 
 func lessObject(a, b *Object) bool { return a.Key < b.Key }
 

@@ -107,7 +107,7 @@ func Filter(ev *Event, sel Selector) (out Event, ok bool) {
 // object, when o keeps one, is copied shallowly: only its resourceVersion
 // differs.
 func (o *Object) atRevision(rev int64) *Object {
-	c := &Object{Key: o.Key, Namespace: o.Namespace, Name: o.Name, Rev: rev, Labels: o.Labels, Stored: o.Stored, fields: o.fields, kind: o.kind}
+	c := &Object{Key: o.Key, Namespace: o.Namespace, Name: o.Name, Rev: rev, Labels: o.Labels, Stored: o.Stored, fields: o.fields, kind: o.kind, verbatim: o.verbatim}
 	if d := o.decoded.Load(); d != nil {
 		v := reflect.ValueOf(d.obj).Elem()
 		nv := reflect.New(v.Type())
