@@ -217,3 +217,15 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// PrefixEnd returns the least key greater than every key that starts
+// with prefix; ok is false when there is none (prefix is empty or all
+// 0xff bytes): a range over the prefix is then unbounded above.
+func PrefixEnd(prefix string) (end string, ok bool) {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			return prefix[:i] + string([]byte{prefix[i] + 1}), true
+		}
+	}
+	return "", false
+}

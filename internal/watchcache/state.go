@@ -2,6 +2,8 @@ package watchcache
 
 import (
 	"github.com/google/btree"
+
+	"github.com/leasehold/leasehold/internal/storage"
 )
 
 // State is the content of one resource at one revision. It is immutable and
@@ -75,7 +77,7 @@ func (s *State) ascend(sel Selector, from string, fn func(*Object) bool) {
 	// controls) would never meet that object: it reads nothing.
 	start := max(scope, from)
 	var end *Object
-	if after, ok := prefixEnd(scope); ok {
+	if after, ok := storage.PrefixEnd(scope); ok {
 		if start >= after {
 			return
 		}
@@ -87,17 +89,6 @@ func (s *State) ascend(sel Selector, from string, fn func(*Object) bool) {
 	s.tree.AscendGreaterOrEqual(probe(start), func(o *Object) bool {
 		return o != end && fn(o)
 	})
-}
-
-// prefixEnd returns the least key greater than every key with prefix p;
-// ok is false when there is none (p is all 0xff bytes).
-func prefixEnd(p string) (string, bool) {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			return p[:i] + string([]byte{p[i] + 1}), true
-		}
-	}
-	return "", false
 }
 
 // Each calls fn with the objects of namespace in key order ("" for all

@@ -123,16 +123,3 @@ func decodeRevision(b []byte) (int64, error) {
 	}
 	return int64(v), nil
 }
-
-// prefixEnd returns the smallest key above every key that starts with
-// prefix, or nil when there is none (prefix is empty or all 0xff).
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}

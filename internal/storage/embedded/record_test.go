@@ -65,20 +65,6 @@ func TestExpiryKeyOrder(t *testing.T) {
 	}
 }
 
-func TestPrefixEnd(t *testing.T) {
-	for prefix, want := range map[string]string{
-		"/a":         "/b",
-		"/a\xff":     "/b",
-		"/\xff\xff":  "0",
-		"\xff\xff":   "",
-		"/registry/": "/registry0",
-	} {
-		if got := string(prefixEnd([]byte(prefix))); got != want {
-			t.Errorf("prefixEnd(%q) = %q, want %q", prefix, got, want)
-		}
-	}
-}
-
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRecord(nil, record{createRev: 1, modRev: 1, value: []byte("v")}))
 	f.Add(appendRecord(nil, record{createRev: 300, modRev: 70000, value: []byte(`{"kind":"Lease"}`)}))

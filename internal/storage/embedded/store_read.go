@@ -99,13 +99,17 @@ func (s *Store) List(ctx context.Context, prefix string) (storage.ListResult, er
 }
 
 func (s *Store) list(ctx context.Context, prefix string) (res storage.ListResult, err error) {
-	lower := []byte(prefix)
+	lower := prefix
 	if prefix == "" {
-		lower = []byte(dataStart)
+		lower = dataStart
 	}
 	// The revision key sorts below every data key, so one iterator covers
 	// both; its lower bound is the revision key itself.
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: revisionKey, UpperBound: prefixEnd(lower)})
+	var upper []byte
+	if end, ok := storage.PrefixEnd(lower); ok {
+		upper = []byte(end)
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: revisionKey, UpperBound: upper})
 	if err != nil {
 		return storage.ListResult{}, fmt.Errorf("embedded: list %q: %w", prefix, err)
 	}
@@ -127,7 +131,7 @@ func (s *Store) list(ctx context.Context, prefix string) (res storage.ListResult
 	if !strings.HasPrefix(prefix, dataStart) && !strings.HasPrefix(dataStart, prefix) {
 		return res, nil // no storage key can start with this prefix
 	}
-	for ok := it.SeekGE(lower); ok; ok = it.Next() {
+	for ok := it.SeekGE([]byte(lower)); ok; ok = it.Next() {
 		raw, err := it.ValueAndErr()
 		if err != nil {
 			return storage.ListResult{}, fmt.Errorf("embedded: list %q: %w", prefix, err)
