@@ -44,7 +44,7 @@ start_floor() {
   kill "$PID"; wait "$PID" 2>/dev/null || true
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$OUT/floor" --pki "$LHDIR/pki" --listen "127.0.0.1:$port" "${LISTS[@]}" "$@" >"$LHDIR/floor.log" 2>&1 &
+  "$OUT/floor" --pki "$LHDIR/pki" --listen "127.0.0.1:$port" ${LISTS[@]+"${LISTS[@]}"} "$@" >"$LHDIR/floor.log" 2>&1 &
   PID=$!
   sed -i "s#server: https://127.0.0.1:[0-9]*#server: https://127.0.0.1:$port#" "$KC"
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0; sleep 0.1; done

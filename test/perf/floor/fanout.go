@@ -53,8 +53,12 @@ func (f *fanout) put(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	obj, _, err := f.decoder.Decode(body, nil, nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	ep, ok := obj.(*corev1.Endpoints)
-	if err != nil || !ok {
+	if !ok {
 		http.Error(w, "not an Endpoints", http.StatusBadRequest)
 		return
 	}

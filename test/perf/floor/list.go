@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,12 +36,12 @@ func (l *lists) serve(w http.ResponseWriter, r *http.Request) {
 		body, ct = l.pb, protobuf
 	}
 	w.Header().Set("Content-Type", ct)
-	out := http.ResponseWriter(w)
+	out := io.Writer(w)
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		w.Header().Set("Content-Encoding", "gzip")
 		gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		defer gz.Close()
-		out = gzipResponse{w, gz}
+		out = gz
 	}
 	const chunk = 256 << 10
 	for len(body) > 0 {
@@ -51,10 +52,3 @@ func (l *lists) serve(w http.ResponseWriter, r *http.Request) {
 		body = body[n:]
 	}
 }
-
-type gzipResponse struct {
-	http.ResponseWriter
-	gz *gzip.Writer
-}
-
-func (g gzipResponse) Write(p []byte) (int, error) { return g.gz.Write(p) }
