@@ -387,7 +387,13 @@ func (c *Collector) owner(ctx context.Context, dependent resources.Object, r met
 		return ownerAbsent, nil
 	case err != nil:
 		return ownerExists, err
-	case owner.GetDeletionTimestamp() != nil && slices.Contains(owner.GetFinalizers(), metav1.FinalizerDeleteDependents):
+	case owner.GetDeletionTimestamp() != nil && slices.Contains(owner.GetFinalizers(), metav1.FinalizerDeleteDependents) && c.graph.waits(r.UID):
+		// The registry's answer may be newer than the graph: a
+		// dependent created before the owner's mark, which makes this
+		// object go in the foreground too, may not be in it yet. Until
+		// the graph has the mark (and so every earlier object of its
+		// kind), the owner exists; observing the mark looks at this
+		// object again.
 		return ownerWaits, nil
 	}
 	return ownerExists, nil

@@ -257,6 +257,14 @@ func (g *graph) dependentNodes(owner types.UID) []*node {
 	return out
 }
 
+// waits reports whether uid's node is in a foreground deletion.
+func (g *graph) waits(uid types.UID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.nodes[uid]
+	return n != nil && n.waitsForDependents()
+}
+
 // hasDependents reports whether any object names uid as its owner.
 func (g *graph) hasDependents(uid types.UID) bool {
 	g.mu.Lock()
