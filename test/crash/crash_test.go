@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/testkit/ports"
 	"github.com/leasehold/leasehold/internal/testkit/testbin"
 )
 
@@ -88,16 +88,6 @@ func (p *process) terminate() error {
 	return p.cmd.Wait()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // keyState is what the load knows about one lease: the last sequence number
 // acknowledged, and the highest one attempted (which may or may not have
 // been applied when the process died).
@@ -112,7 +102,7 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 		t.Skip("builds and kills a real process")
 	}
 	dataDir := t.TempDir()
-	addr := freeAddr(t)
+	addr := ports.Addr(t)
 	p := start(t, dataDir, addr)
 
 	const workers, keysPerWorker = 16, 8
@@ -145,7 +135,7 @@ func TestGracefulShutdownOnSIGTERM(t *testing.T) {
 		t.Skip("builds and stops a real process")
 	}
 	dataDir := t.TempDir()
-	addr := freeAddr(t)
+	addr := ports.Addr(t)
 	p := start(t, dataDir, addr)
 
 	const workers, keysPerWorker = 16, 8

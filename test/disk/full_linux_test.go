@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/testkit/ports"
 )
 
 // TestDiskFull runs leasehold on a small filesystem that its own writes
@@ -27,7 +29,7 @@ func TestDiskFull(t *testing.T) {
 	const size, grown = 112 << 20, 256 << 20
 	mnt := mountTmpfs(t, size)
 	dataDir := filepath.Join(mnt, "leasehold")
-	addr := freeAddr(t)
+	addr := ports.Addr(t)
 	p := startProcess(t, dataDir, addr)
 	c := clientset(t, p.config)
 	leases := c.CoordinationV1().Leases("default")

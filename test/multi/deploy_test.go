@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/server"
 	"github.com/leasehold/leasehold/internal/testkit/etcdtest"
+	"github.com/leasehold/leasehold/internal/testkit/ports"
 	"github.com/leasehold/leasehold/internal/testkit/testserver"
 )
 
@@ -106,7 +106,7 @@ func deploy(t *testing.T, n int, start startReplicaFunc) *deployment {
 				t.Fatal(err)
 			}
 		}
-		r := start(t, i, dir, freeAddr(t), d.etcd.Endpoints())
+		r := start(t, i, dir, ports.Addr(t), d.etcd.Endpoints())
 		if i == 0 {
 			first = dir
 		}
@@ -254,17 +254,6 @@ func (r *inProcess) Kill(testing.TB) {
 func (r *inProcess) Restart(t testing.TB) {
 	t.Helper()
 	r.start(t)
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // waitUntil polls cond every 20 ms until it holds, failing the test with

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/testkit/ports"
 )
 
 const (
@@ -131,7 +132,7 @@ func StartIn(ctx context.Context, dir string, cfg Config) (*Cluster, error) {
 var errPortTaken = errors.New("etcdtest: a port was taken by another process")
 
 func tryStart(ctx context.Context, bin, dir string, cfg Config) (*Cluster, error) {
-	ports, err := freePorts(2 * cfg.Size)
+	free, err := ports.Free(2 * cfg.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +159,8 @@ func tryStart(ctx context.Context, bin, dir string, cfg Config) (*Cluster, error
 	for i := range cfg.Size {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, free[2*i]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", free[2*i+1]),
 			bin:       bin,
 			http:      &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS, DisableKeepAlives: true}},
 			tls:       clientTLS,
@@ -450,28 +451,6 @@ func (m *Member) LogTail() []byte {
 		b = b[len(b)-logTail:]
 	}
 	return b
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago
-// (the kernel picked them); another process may take one before etcd
-// binds it, which StartIn detects and retries.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func randomToken() string {
