@@ -457,11 +457,7 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 			if err := r.deleteFinalized(ctx, key, cur, newObj, dryRun); err != nil {
 				// Another write came between: fn decides again on it,
 				// as after a conflicting put.
-				var ce *storage.ConflictError
-				if !errors.As(err, &ce) {
-					return nil, storageError(err, res, name, "delete")
-				}
-				if cur, err = r.fromConflict(res.Kind, ce); err != nil {
+				if cur, err = r.conflicted(res, name, "delete", err); err != nil {
 					return nil, err
 				}
 				continue
@@ -503,11 +499,7 @@ func (r *Registry) guaranteedUpdate(ctx context.Context, res resources.Resource,
 		}
 		kv, err := r.store.Put(ctx, key, data, expected, putOptions(res.Kind)...)
 		if err != nil {
-			var ce *storage.ConflictError
-			if !errors.As(err, &ce) {
-				return nil, storageError(err, res, name, "update")
-			}
-			if cur, err = r.fromConflict(res.Kind, ce); err != nil {
+			if cur, err = r.conflicted(res, name, "update", err); err != nil {
 				return nil, err
 			}
 			continue
@@ -637,6 +629,17 @@ func (r *Registry) storedCurrent(ctx context.Context, res resources.Resource, ke
 func (r *Registry) storageMissing(ctx context.Context, key string) bool {
 	_, err := r.store.Get(ctx, key)
 	return errors.Is(err, storage.ErrNotFound)
+}
+
+// conflicted returns the object as stored when a write's err is a
+// conflict, for the write to be tried again on it (nil: gone), and
+// otherwise the error the client gets.
+func (r *Registry) conflicted(res resources.Resource, name, verb string, err error) (*current, error) {
+	var ce *storage.ConflictError
+	if !errors.As(err, &ce) {
+		return nil, storageError(err, res, name, verb)
+	}
+	return r.fromConflict(res.Kind, ce)
 }
 
 func (r *Registry) fromConflict(k *resources.Kind, ce *storage.ConflictError) (*current, error) {
