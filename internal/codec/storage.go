@@ -140,15 +140,26 @@ func AfterMetadata(data []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	num, typ, n := protowire.ConsumeTag(env.raw)
+	meta, at, ok := leadingMetadata(env.raw)
+	if !ok {
+		return nil, false
+	}
+	return data[env.rawAt+at+len(meta):], true
+}
+
+// leadingMetadata returns the fields of an object message's metadata
+// (field 1, which every generated API type's encoding begins with), and
+// where in msg they begin.
+func leadingMetadata(msg []byte) (meta []byte, at int, ok bool) {
+	num, typ, n := protowire.ConsumeTag(msg)
 	if n < 0 || num != 1 || typ != protowire.BytesType {
-		return nil, false
+		return nil, 0, false
 	}
-	m := protowire.ConsumeFieldValue(num, typ, env.raw[n:])
+	meta, m := protowire.ConsumeBytes(msg[n:])
 	if m < 0 {
-		return nil, false
+		return nil, 0, false
 	}
-	return data[env.rawAt+n+m:], true
+	return meta, n + m - len(meta), true
 }
 
 // envelope is a protobuf storage encoding taken apart: the runtime.Unknown

@@ -59,15 +59,10 @@ func verbatimItem(stored []byte, rv int64) (it splice, env envelope, ok bool) {
 		return splice{}, env, false
 	}
 	msg := env.raw
-	num, typ, n := protowire.ConsumeTag(msg)
-	if n < 0 || num != 1 || typ != protowire.BytesType {
+	meta, metaAt, ok := leadingMetadata(msg)
+	if !ok {
 		return splice{}, env, false
 	}
-	meta, m := protowire.ConsumeBytes(msg[n:])
-	if m < 0 {
-		return splice{}, env, false
-	}
-	metaAt := n + m - len(meta)
 	// ObjectMeta's fields 1 to 5 (name, generateName, namespace,
 	// selfLink, uid) come first, then resourceVersion (6).
 	for at := 0; at < len(meta); {

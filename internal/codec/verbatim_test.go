@@ -146,7 +146,7 @@ func TestNotVerbatim(t *testing.T) {
 	if !Verbatim(data, obj) {
 		t.Error("the stored encoding is not verbatim")
 	}
-	// What ends in the same bytes, read with another revision, is not.
+	// Another object (a holder fewer) is not what these bytes hold.
 	if other := obj.DeepCopy(); other.Spec.HolderIdentity != nil {
 		other.Spec.HolderIdentity = nil
 		if Verbatim(data, other) {
