@@ -58,8 +58,8 @@ func TestOwnerWaitsOnlyOnceTheGraphSaysSo(t *testing.T) {
 	if err := col.collect(ctx, col.graph.get(b.UID)); err != nil {
 		t.Fatal(err)
 	}
-	if got := get("b"); got.DeletionTimestamp != nil {
-		t.Fatalf("b was deleted before the graph had its owner's mark: %+v", got.ObjectMeta)
+	if o, err := reg.Get(ctx, res, "ns", "b", ""); err != nil || o.Object().GetDeletionTimestamp() != nil {
+		t.Fatalf("b was deleted before the graph had its owner's mark (%v)", err)
 	}
 
 	var attend []string
