@@ -183,8 +183,12 @@ func TestEndpointSliceMirroring(t *testing.T) {
 		cur := must[*corev1.Endpoints](t)(eps.Get(ctx, "web", metav1.GetOptions{}))
 		cur.Annotations["team"] = "green"
 		must[*corev1.Endpoints](t)(eps.Update(ctx, cur, metav1.UpdateOptions{}))
+		// The controller writes each address type's slice on its own:
+		// wait for both, or the take-over below races its second write.
 		waitFor(t, func() bool {
-			return mirroredSlices(t, c, ns, "web")[discoveryv1.AddressTypeIPv4].Annotations["team"] == "green"
+			got := mirroredSlices(t, c, ns, "web")
+			return got[discoveryv1.AddressTypeIPv4].Annotations["team"] == "green" &&
+				got[discoveryv1.AddressTypeIPv6].Annotations["team"] == "green"
 		})
 		now := must[*discoveryv1.EndpointSlice](t)(slicesAPI.Get(ctx, theirs.Name, metav1.GetOptions{}))
 		if now.ResourceVersion != theirs.ResourceVersion {
