@@ -246,3 +246,23 @@ func TestEncodeObjectLikeSerializers(t *testing.T) {
 		}
 	}
 }
+
+// TestPrettyOnlyForJSON: curl asks for pretty output by its User-Agent;
+// JSON is indented for it, but a protobuf answer cannot be, and is served
+// from the item encodings like any other.
+func TestPrettyOnlyForJSON(t *testing.T) {
+	c := newCodecs(t)
+	for mt, pretty := range map[string]bool{JSON: true, Protobuf: false} {
+		req := &http.Request{Header: http.Header{"Accept": {mt}, "User-Agent": {"curl/8.14.1"}}, URL: &url.URL{}}
+		out, err := c.Negotiate(req, Target{List: true, Transforms: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Pretty != pretty {
+			t.Errorf("%s for curl: pretty %v, want %v", mt, out.Pretty, pretty)
+		}
+		if _, ok := itemFormat(out); ok == pretty {
+			t.Errorf("%s for curl: item format %v, want %v", mt, ok, !pretty)
+		}
+	}
+}

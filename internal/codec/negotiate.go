@@ -67,7 +67,10 @@ func (c *Codecs) Negotiate(req *http.Request, target Target) (Output, error) {
 		return Output{}, statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
 			"only the following media types are accepted: "+join(c.MediaTypes()))
 	}
-	out.Pretty = out.Pretty || prettyRequested(req)
+	// Pretty only means something to a format that can be pretty
+	// (JSON): a protobuf list asked for by curl is served from the
+	// cached items like any other.
+	out.Pretty = (out.Pretty || prettyRequested(req)) && out.Info.PrettySerializer != nil
 	return out, nil
 }
 
