@@ -37,6 +37,12 @@ type Page struct {
 // (inclusive; "" for the beginning), at most limit of them (0: all).
 func (s *State) List(sel Selector, from string, limit int) Page {
 	var p Page
+	switch {
+	case limit > 0:
+		p.Objects = make([]*Object, 0, min(limit, s.tree.Len()))
+	case sel.Everything():
+		p.Objects = make([]*Object, 0, s.tree.Len())
+	}
 	s.ascend(sel, from, func(o *Object) bool {
 		if !o.selected(sel) {
 			return true
