@@ -247,22 +247,29 @@ func TestEncodeObjectLikeSerializers(t *testing.T) {
 	}
 }
 
-// TestPrettyOnlyForJSON: curl asks for pretty output by its User-Agent;
+// TestPrettyOnlyForJSON: curl asks for pretty output by its User-Agent,
+// others with ?pretty=true;
 // JSON is indented for it, but a protobuf answer cannot be, and is served
 // from the item encodings like any other.
 func TestPrettyOnlyForJSON(t *testing.T) {
 	c := newCodecs(t)
-	for mt, pretty := range map[string]bool{JSON: true, Protobuf: false} {
-		req := &http.Request{Header: http.Header{"Accept": {mt}, "User-Agent": {"curl/8.14.1"}}, URL: &url.URL{}}
-		out, err := c.Negotiate(req, Target{List: true, Transforms: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Pretty != pretty {
-			t.Errorf("%s for curl: pretty %v, want %v", mt, out.Pretty, pretty)
-		}
-		if _, ok := itemFormat(out); ok == pretty {
-			t.Errorf("%s for curl: item format %v, want %v", mt, ok, !pretty)
+	asks := map[string]*http.Request{
+		"curl":         {Header: http.Header{"User-Agent": {"curl/8.14.1"}}, URL: &url.URL{}},
+		"?pretty=true": {Header: http.Header{}, URL: &url.URL{RawQuery: "pretty=true"}},
+	}
+	for how, req := range asks {
+		for mt, pretty := range map[string]bool{JSON: true, Protobuf: false} {
+			req.Header.Set("Accept", mt)
+			out, err := c.Negotiate(req, Target{List: true, Transforms: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Pretty != pretty {
+				t.Errorf("%s, %s: pretty %v, want %v", how, mt, out.Pretty, pretty)
+			}
+			if _, ok := itemFormat(out); ok == pretty {
+				t.Errorf("%s, %s: item format %v, want %v", how, mt, ok, !pretty)
+			}
 		}
 	}
 }
