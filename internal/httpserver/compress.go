@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"bufio"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,10 +23,22 @@ const gzipThreshold = 128 * 1024
 // against 21.6 ms for the 14 MB JSON list, 7.6 against 18.7 ms for the
 // 8 MB protobuf one), to bodies of about the same size (1.01 against
 // 1.12 MB, 0.95 against 0.93 MB).
+//
+// The compressor writes its output ~250 bytes at a time; gathered into
+// gzipBuffer's worth before each write to the connection, a 1 MB body is
+// eight writes, not some 4,000 (each a pass through the response's
+// buffer, and a system call every 16 KiB).
 var gzipWriters = sync.Pool{New: func() any {
 	gw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return gw
+	return &gzipWriter{gw: gw, bw: bufio.NewWriterSize(nil, gzipBuffer)}
 }}
+
+const gzipBuffer = 128 << 10
+
+type gzipWriter struct {
+	gw *gzip.Writer
+	bw *bufio.Writer
+}
 
 // writeBody writes a complete response body with the status code; the
 // caller has set Content-Type. Like kube-apiserver (APIResponseCompression,
@@ -50,14 +63,16 @@ func writeBody[B codec.Body](w http.ResponseWriter, req *http.Request, code int,
 	if req.Method == http.MethodHead {
 		return
 	}
-	gw := gzipWriters.Get().(*gzip.Writer)
-	gw.Reset(w)
+	z := gzipWriters.Get().(*gzipWriter)
+	z.bw.Reset(w)
+	z.gw.Reset(z.bw)
 	// A write error is the client gone; there is no one to tell.
-	if _, err := body.WriteTo(gw); err == nil {
-		_ = gw.Close()
+	if _, err := body.WriteTo(z.gw); err == nil && z.gw.Close() == nil {
+		_ = z.bw.Flush()
 	}
-	gw.Reset(nil)
-	gzipWriters.Put(gw)
+	z.gw.Reset(nil)
+	z.bw.Reset(nil)
+	gzipWriters.Put(z)
 }
 
 // acceptsGzip reports whether Accept-Encoding lists gzip, read as
