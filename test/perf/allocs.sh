@@ -18,6 +18,7 @@ OUT=${OUT:-/tmp/leasehold-allocs}
 mkdir -p "$OUT"
 if [ $# -eq 0 ]; then
   (cd "$REPO" && go build -o "$OUT/leasehold" ./cmd/leasehold)
+  sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
   set -- "$OUT/leasehold"
 fi
 BENCH=$1

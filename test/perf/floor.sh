@@ -27,6 +27,7 @@ PHASES=${PHASES:-fanout list}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
 (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/floor" ./test/perf/floor) && cp "$LH.new" "$LH" && rm "$LH.new"
+sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
 SYSTEMS=${SYSTEMS:-leasehold floor floor-go${BASE:+ base}}
 if [ -n "${BASE:-}" ]; then cp "$BASE" "$OUT/leasehold-base"; fi
 

@@ -32,6 +32,7 @@ NODES=("$@")
 mkdir -p "$OUT"
 LH=$OUT/leasehold
 (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
+sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
 
 taskset -p -c "$SERVER_CPU" $$ >/dev/null
 trap '[ -n "$LHPID" ] && stop_leasehold; "$KIT/stop.sh" >/dev/null 2>&1 || true' EXIT

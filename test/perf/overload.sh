@@ -20,6 +20,7 @@ FSYNC=${FSYNC:-2ms}
 DURATION=${DURATION:-60s}
 mkdir -p "$OUT/back" "$OUT/disk"
 (cd "$REPO" && go build -o "$OUT/leasehold" ./cmd/leasehold && go build -o "$OUT/slowdisk" ./test/perf/slowdisk && go build -o "$OUT/kubectl" ./test/kubectl)
+sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
 LH=$OUT/leasehold KC=$OUT/kubectl
 echo "bench-token,bench,uid-bench" >"$OUT/tokens.csv"
 
