@@ -34,6 +34,11 @@ type group struct {
 	ports     []discoveryv1.EndpointPort
 	endpoints []*discoveryv1.Endpoint
 	set       map[endpointID]*discoveryv1.Endpoint
+	// size is how many endpoints the group may get (its subset's
+	// addresses, either family): the set and list are made that large at
+	// the first, not grown a doubling at a time through a 1,000-address
+	// update.
+	size int
 }
 
 // endpointID is an endpoint's identity as the upstream controller's
@@ -81,12 +86,13 @@ func desiredFor(ep *corev1.Endpoints, max int) *desired {
 	for _, ss := range repack(ep.Subsets) {
 		ports := slicePorts(ss.Ports)
 		pk := esutil.NewPortMapKey(ports) // sorts ports
+		size := min(len(ss.Addresses)+len(ss.NotReadyAddresses), max)
 		keys := map[discoveryv1.AddressType]sliceKey{}
 		for _, at := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
 			k := sliceKey{addressType: at, ports: pk}
 			keys[at] = k
 			if d.groups[k] == nil {
-				d.groups[k] = &group{ports: ports, set: map[endpointID]*discoveryv1.Endpoint{}}
+				d.groups[k] = &group{ports: ports, size: size}
 				d.order = append(d.order, k)
 			}
 		}
@@ -115,6 +121,10 @@ func desiredFor(ep *corev1.Endpoints, max int) *desired {
 // add adds e, replacing an endpoint of the same identity (addresses,
 // hostname, target) in place.
 func (g *group) add(e *discoveryv1.Endpoint) {
+	if g.set == nil {
+		g.set = make(map[endpointID]*discoveryv1.Endpoint, g.size)
+		g.endpoints = make([]*discoveryv1.Endpoint, 0, g.size)
+	}
 	id := idOf(e)
 	if cur := g.set[id]; cur != nil {
 		*cur = *e
@@ -246,11 +256,18 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 		port      int32
 		protocol  corev1.Protocol
 	}
+	// Maps sized for the addresses at once: grown from empty, a
+	// 1,000-address update rehashed each through some seven doublings.
+	total := 0
+	for i := range subsets {
+		total += len(subsets[i].Addresses) + len(subsets[i].NotReadyAddresses)
+	}
 	var (
-		addrs       = map[addrKey]*corev1.EndpointAddress{} // first seen, by key
+		addrs       = make(map[addrKey]*corev1.EndpointAddress, total) // first seen, by key
 		portOf      = map[portKey]corev1.EndpointPort{}
 		portOrder   []portKey
 		readyByPort = map[portKey]map[addrKey]bool{}
+		subsetSize  int // the addresses of the subset being noted
 	)
 	// noPorts stands for a subset without ports.
 	noPorts := portKey{port: -1}
@@ -264,7 +281,7 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 		}
 		m := readyByPort[pk]
 		if m == nil {
-			m = map[addrKey]bool{}
+			m = make(map[addrKey]bool, subsetSize)
 			readyByPort[pk] = m
 			portOrder = append(portOrder, pk)
 		}
@@ -274,6 +291,7 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 		}
 	}
 	noteAll := func(pk portKey, ss *corev1.EndpointSubset) {
+		subsetSize = len(ss.Addresses) + len(ss.NotReadyAddresses)
 		for j := range ss.Addresses {
 			note(pk, &ss.Addresses[j], true)
 		}

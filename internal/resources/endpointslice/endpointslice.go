@@ -80,13 +80,16 @@ func (strategy) PrepareForCreate(obj resources.Object) {
 // with old's generation.
 func (strategy) PrepareForUpdate(obj, old resources.Object) {
 	eps, o := obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice)
-	if eps.AddressType != o.AddressType ||
-		!equality.Semantic.DeepEqual(eps.Endpoints, o.Endpoints) ||
+	// Compared once for both uses: the comparison walks every endpoint.
+	sameEndpoints := equality.Semantic.DeepEqual(eps.Endpoints, o.Endpoints)
+	if eps.AddressType != o.AddressType || !sameEndpoints ||
 		!equality.Semantic.DeepEqual(eps.Ports, o.Ports) ||
 		!equality.Semantic.DeepEqual(eps.Labels, o.Labels) {
 		eps.Generation = o.Generation + 1
 	}
-	dropTopology(o, eps)
+	if !sameEndpoints {
+		dropTopology(o, eps)
+	}
 }
 
 func (strategy) Validate(obj resources.Object, _ schema.GroupVersion) field.ErrorList {
@@ -134,11 +137,9 @@ func ipWarnings(eps *discoveryv1.EndpointSlice) []string {
 // loses deprecatedTopology; one without nodeName first takes the node
 // name its kubernetes.io/hostname label held, if old had that name
 // there too and it is a valid node name. An update that leaves the
-// endpoints as they were keeps them as they were.
+// endpoints as they were keeps them as they were: the caller does not
+// call it then.
 func dropTopology(old, eps *discoveryv1.EndpointSlice) {
-	if old != nil && equality.Semantic.DeepEqual(old.Endpoints, eps.Endpoints) {
-		return
-	}
 	prev := topologyNodeNames(old)
 	for i := range eps.Endpoints {
 		ep := &eps.Endpoints[i]
