@@ -267,11 +267,10 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 		portOf      = map[portKey]corev1.EndpointPort{}
 		portOrder   []portKey
 		readyByPort = map[portKey]map[addrKey]bool{}
-		subsetSize  int // the addresses of the subset being noted
 	)
 	// noPorts stands for a subset without ports.
 	noPorts := portKey{port: -1}
-	note := func(pk portKey, addr *corev1.EndpointAddress, ready bool) {
+	note := func(m map[addrKey]bool, addr *corev1.EndpointAddress, ready bool) {
 		k := addrKey{ip: addr.IP}
 		if addr.TargetRef != nil {
 			k.uid = addr.TargetRef.UID
@@ -279,24 +278,29 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 		if addrs[k] == nil {
 			addrs[k] = addr
 		}
-		m := readyByPort[pk]
-		if m == nil {
-			m = make(map[addrKey]bool, subsetSize)
-			readyByPort[pk] = m
-			portOrder = append(portOrder, pk)
-		}
 		// Not ready wins over ready.
 		if was, seen := m[k]; !seen || was {
 			m[k] = ready
 		}
 	}
+	// noteAll notes a subset's addresses under pk; a port is known from
+	// its first address on.
 	noteAll := func(pk portKey, ss *corev1.EndpointSubset) {
-		subsetSize = len(ss.Addresses) + len(ss.NotReadyAddresses)
+		n := len(ss.Addresses) + len(ss.NotReadyAddresses)
+		if n == 0 {
+			return
+		}
+		m := readyByPort[pk]
+		if m == nil {
+			m = make(map[addrKey]bool, n)
+			readyByPort[pk] = m
+			portOrder = append(portOrder, pk)
+		}
 		for j := range ss.Addresses {
-			note(pk, &ss.Addresses[j], true)
+			note(m, &ss.Addresses[j], true)
 		}
 		for j := range ss.NotReadyAddresses {
-			note(pk, &ss.NotReadyAddresses[j], false)
+			note(m, &ss.NotReadyAddresses[j], false)
 		}
 	}
 	for i := range subsets {

@@ -99,6 +99,15 @@ func TestDesired(t *testing.T) {
 			want: []string{"IPv4 b/2/TCP a/1/TCP: 10.0.0.1(r)", "IPv6 b/2/TCP a/1/TCP:", "IPv4 c/3/TCP: 10.0.0.9(r)", "IPv6 c/3/TCP:"},
 		},
 		{
+			// RepackSubsets keeps a port only with the addresses it serves.
+			name: "repacked: a port without addresses goes",
+			subsets: []corev1.EndpointSubset{
+				{Ports: []corev1.EndpointPort{port("idle", 9)}},
+				{Addresses: addrs("10.0.0.1"), Ports: []corev1.EndpointPort{port("a", 1)}},
+			},
+			want: []string{"IPv4 a/1/TCP: 10.0.0.1(r)", "IPv6 a/1/TCP:"},
+		},
+		{
 			name:    "no ports",
 			subsets: []corev1.EndpointSubset{{Addresses: addrs("10.0.0.1")}},
 			want:    []string{"IPv4: 10.0.0.1(r)", "IPv6:"},
