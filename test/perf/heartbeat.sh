@@ -15,7 +15,8 @@
 #
 #   test/perf/heartbeat.sh [nodes...]    # default 10000 20000 30000 40000 50000
 #
-# Environment: SYSTEMS ("leasehold kas"), DURATION (60s measured: six periods),
+# Environment: SYSTEMS ("leasehold kas"), BIN (a leasehold binary to run
+# instead of a build of the work tree), DURATION (60s measured: six periods),
 # SERVER_CPU (0), GEN_CPU (1), OUT (/tmp/leasehold-heartbeat), PEERS_KIT
 # and PEERS_DIR as test/perf/compare.sh.
 set -euo pipefail
@@ -31,7 +32,11 @@ NODES=("$@")
 [ ${#NODES[@]} -gt 0 ] || NODES=(10000 20000 30000 40000 50000)
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
+if [ -n "${BIN:-}" ]; then
+  cp "$BIN" "$LH"
+else
+  (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
+fi
 sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
 
 taskset -p -c "$SERVER_CPU" $$ >/dev/null

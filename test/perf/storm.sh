@@ -1,0 +1,47 @@
+#!/bin/bash
+# An event storm, builds side by side: each binary serves a fresh data
+# directory in turn, rounds alternating the order, while `leasehold
+# bench storm` creates 200 events/s (each with a reason of its own, so
+# none is aggregated) and 200 holders renew their leases every 2 s.
+# Reports each run's renewal and event latencies and the server's CPU
+# and peak RSS: whether memory stays bounded under the storm.
+#
+#   test/perf/storm.sh [rounds] [binary...]   # default 1 round of a build of the work tree
+#
+# Environment: DURATION (3m), RATE (200 events/s), OUT (/tmp/leasehold-storm).
+# The load generator is the first binary.
+set -euo pipefail
+ROUNDS=${1:-1}
+shift || true
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/test/perf/serve.sh"
+OUT=${OUT:-/tmp/leasehold-storm}
+DURATION=${DURATION:-3m} RATE=${RATE:-200}
+mkdir -p "$OUT"
+if [ $# -eq 0 ]; then
+  (cd "$REPO" && go build -o "$OUT/leasehold.new" ./cmd/leasehold) && cp "$OUT/leasehold.new" "$OUT/leasehold" && rm "$OUT/leasehold.new"
+  sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+  set -- "$OUT/leasehold"
+fi
+BENCH=$1
+BINS=("$@")
+
+for r in $(seq "$ROUNDS"); do
+  order=("${BINS[@]}")
+  if [ $((r % 2)) = 0 ]; then
+    order=()
+    for ((i = ${#BINS[@]} - 1; i >= 0; i--)); do order+=("${BINS[i]}"); done
+  fi
+  for bin in "${order[@]}"; do
+    dir=$(mktemp -d "$OUT/data.XXXX")
+    serve_leasehold "$bin" "$dir"
+    kc=$dir/admin.kubeconfig
+    "$BENCH" bench fill --kubeconfig "$kc" --leases 200 --clients 16 >/dev/null 2>&1
+    echo "== round $r: $bin"
+    "$BENCH" bench storm --kubeconfig "$kc" --server-pid "$SERVE_PID" --data-dir "$dir" \
+      --leases 200 --events-per-second "$RATE" --duration "$DURATION" 2>"$dir.err" | sed 's/^/   /'
+    kill "$SERVE_PID"
+    wait "$SERVE_PID" 2>/dev/null || true
+    rm -rf "$dir" "$dir.err"
+  done
+done
