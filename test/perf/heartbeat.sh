@@ -15,8 +15,9 @@
 #
 #   test/perf/heartbeat.sh [nodes...]    # default 10000 20000 30000 40000 50000
 #
-# Environment: SYSTEMS ("leasehold kas"), BIN (a leasehold binary to run
-# instead of a build of the work tree), DURATION (60s measured: six periods),
+# Environment: SYSTEMS ("leasehold kas"), BIN (a leasehold binary to run,
+# server and generator, instead of a build of the work tree), DURATION (60s
+# measured: six periods),
 # SERVER_CPU (0), GEN_CPU (1), OUT (/tmp/leasehold-heartbeat), PEERS_KIT
 # and PEERS_DIR as test/perf/compare.sh.
 set -euo pipefail

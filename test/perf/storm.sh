@@ -24,24 +24,19 @@ if [ $# -eq 0 ]; then
   set -- "$OUT/leasehold"
 fi
 BENCH=$1
-BINS=("$@")
 
-for r in $(seq "$ROUNDS"); do
-  order=("${BINS[@]}")
-  if [ $((r % 2)) = 0 ]; then
-    order=()
-    for ((i = ${#BINS[@]} - 1; i >= 0; i--)); do order+=("${BINS[i]}"); done
-  fi
-  for bin in "${order[@]}"; do
-    dir=$(mktemp -d "$OUT/data.XXXX")
-    serve_leasehold "$bin" "$dir"
-    kc=$dir/admin.kubeconfig
-    "$BENCH" bench fill --kubeconfig "$kc" --leases 200 --clients 16 >/dev/null 2>&1
-    echo "== round $r: $bin"
-    "$BENCH" bench storm --kubeconfig "$kc" --server-pid "$SERVE_PID" --data-dir "$dir" \
-      --leases 200 --events-per-second "$RATE" --duration "$DURATION" 2>"$dir.err" | sed 's/^/   /'
-    kill "$SERVE_PID"
-    wait "$SERVE_PID" 2>/dev/null || true
-    rm -rf "$dir" "$dir.err"
-  done
-done
+run() { # binary round
+  local bin=$1 dir
+  dir=$(mktemp -d "$OUT/data.XXXX")
+  serve_leasehold "$bin" "$dir"
+  local kc=$dir/admin.kubeconfig
+  "$BENCH" bench fill --kubeconfig "$kc" --leases 200 --clients 16 >/dev/null 2>&1
+  echo "== round $2: $bin"
+  "$BENCH" bench storm --kubeconfig "$kc" --server-pid "$SERVE_PID" --data-dir "$dir" \
+    --leases 200 --events-per-second "$RATE" --duration "$DURATION" 2>"$dir.err" | sed 's/^/   /'
+  kill "$SERVE_PID"
+  wait "$SERVE_PID" 2>/dev/null || true
+  rm -rf "$dir" "$dir.err"
+}
+
+alternate "$ROUNDS" "$@"
