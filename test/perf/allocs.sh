@@ -17,8 +17,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/leasehold-allocs}
 mkdir -p "$OUT"
 if [ $# -eq 0 ]; then
-  (cd "$REPO" && go build -o "$OUT/leasehold" ./cmd/leasehold)
-  sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+  build_leasehold "$OUT/leasehold"
   set -- "$OUT/leasehold"
 fi
 BENCH=$1

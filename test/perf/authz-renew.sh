@@ -19,8 +19,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/leasehold-authz}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-(cd "$REPO" && go build -o "$LH" ./cmd/leasehold)
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+build_leasehold "$LH"
 echo "bench-token,bench,uid-bench" >"$OUT/tokens.csv"
 printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n' >"$OUT/audit-policy.yaml"
 

@@ -34,12 +34,9 @@ LEASES=${LEASES:-20000} RENEW=${RENEW:-20s} FANOUT=${FANOUT:-30s} WATCHERS=${WAT
 PHASES=${PHASES:-list renew fanout}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-# Built aside and copied: a binary the Go linker has just written (through
-# a shared mapping) is mapped by its process in larger pieces than a copy
-# of it, ~19 MiB more RSS for the same pages used; the peers' binaries,
-# built long before, are not.
-(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+# Built aside and copied, as the peers' binaries, built long before, are
+# mapped (build_leasehold).
+build_leasehold "$LH"
 SYSTEMS=${SYSTEMS:-leasehold kas${BASE:+ base}}
 if [ -n "${BASE:-}" ]; then cp "$BASE" "$OUT/leasehold-base"; fi
 start_base() { local lh=$LH; LH=$OUT/leasehold-base; start_leasehold; LH=$lh; }

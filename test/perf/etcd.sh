@@ -47,8 +47,8 @@ SYSTEMS=${SYSTEMS:-embedded etcd etcd3 kas floor floor-probe floor3}
 ETCD_URL=http://127.0.0.1:23790
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/etcdfloor" ./test/perf/etcdfloor) && cp "$LH.new" "$LH" && rm "$LH.new"
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+(cd "$REPO" && go build -o "$OUT/etcdfloor" ./test/perf/etcdfloor)
+build_leasehold "$LH"
 
 DIRS=() SERVERS=()
 cleanup() {

@@ -26,8 +26,8 @@ WATCHERS=${WATCHERS:-500} DURATION=${DURATION:-30s} LEASES=${LEASES:-20000}
 PHASES=${PHASES:-fanout list}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/floor" ./test/perf/floor) && cp "$LH.new" "$LH" && rm "$LH.new"
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+(cd "$REPO" && go build -o "$OUT/floor" ./test/perf/floor)
+build_leasehold "$LH"
 SYSTEMS=${SYSTEMS:-leasehold floor floor-go${BASE:+ base}}
 if [ -n "${BASE:-}" ]; then cp "$BASE" "$OUT/leasehold-base"; fi
 

@@ -22,8 +22,8 @@ OUT=${OUT:-/tmp/leasehold-h2attack}
 DURATION=${DURATION:-30s} CONNS=${CONNS:-4} RSS_LIMIT_MIB=${RSS_LIMIT_MIB:-4096}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold && go build -o "$OUT/h2attack" ./test/perf/h2attack) && cp "$LH.new" "$LH" && rm "$LH.new"
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+(cd "$REPO" && go build -o "$OUT/h2attack" ./test/perf/h2attack)
+build_leasehold "$LH"
 ATTACKS=${*:-$("$OUT/h2attack" --list)}
 
 

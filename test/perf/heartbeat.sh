@@ -36,9 +36,8 @@ LH=$OUT/leasehold
 if [ -n "${BIN:-}" ]; then
   cp "$BIN" "$LH"
 else
-  (cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
+  build_leasehold "$LH"
 fi
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
 
 taskset -p -c "$SERVER_CPU" $$ >/dev/null
 trap '[ -n "$LHPID" ] && stop_leasehold; "$KIT/stop.sh" >/dev/null 2>&1 || true' EXIT

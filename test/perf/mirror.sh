@@ -20,8 +20,7 @@ OUT=${OUT:-/tmp/leasehold-mirror}
 ENDPOINTS=${ENDPOINTS:-10000} ADDRESSES=${ADDRESSES:-10} RENEW=${RENEW:-10s}
 mkdir -p "$OUT"
 LH=$OUT/leasehold
-(cd "$REPO" && go build -o "$LH.new" ./cmd/leasehold) && cp "$LH.new" "$LH" && rm "$LH.new"
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+build_leasehold "$LH"
 
 declare -A KCS PIDS_OF DIRS
 for sys in plain mirrored; do

@@ -14,13 +14,14 @@
 set -euo pipefail
 MULTIPLES=${*:-0.5 1 2 10 20}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/test/perf/serve.sh"
 OUT=${OUT:-/tmp/leasehold-overload}
 BANDWIDTH=${BANDWIDTH:-65536}
 FSYNC=${FSYNC:-2ms}
 DURATION=${DURATION:-60s}
 mkdir -p "$OUT/back" "$OUT/disk"
-(cd "$REPO" && go build -o "$OUT/leasehold" ./cmd/leasehold && go build -o "$OUT/slowdisk" ./test/perf/slowdisk && go build -o "$OUT/kubectl" ./test/kubectl)
-sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+(cd "$REPO" && go build -o "$OUT/slowdisk" ./test/perf/slowdisk && go build -o "$OUT/kubectl" ./test/kubectl)
+build_leasehold "$OUT/leasehold"
 LH=$OUT/leasehold KC=$OUT/kubectl
 echo "bench-token,bench,uid-bench" >"$OUT/tokens.csv"
 

@@ -19,6 +19,17 @@ serve_leasehold() {
   exit 1
 }
 
+# build_leasehold DEST builds ./cmd/leasehold of the repository $REPO and
+# puts a copy at DEST: a binary the Go linker has just written (through a
+# shared mapping) is mapped by its process in larger pieces than a copy of
+# it, ~19 MiB more RSS for the same pages used. Then it syncs: the build's
+# ~200 MB of dirty pages written back now, not during the first round.
+# Build anything else first.
+build_leasehold() {
+  (cd "$REPO" && go build -o "$1.new" ./cmd/leasehold) && cp "$1.new" "$1" && rm "$1.new"
+  sync
+}
+
 # peers_kit sets KIT (the peers kit: $PEERS_KIT, default ../shared/peers
 # beside the repository $REPO) and PEERS_DIR (where its build.sh put
 # kube-apiserver and etcd), and exits the script when they are not built.

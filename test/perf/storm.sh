@@ -19,8 +19,7 @@ OUT=${OUT:-/tmp/leasehold-storm}
 DURATION=${DURATION:-3m} RATE=${RATE:-200}
 mkdir -p "$OUT"
 if [ $# -eq 0 ]; then
-  (cd "$REPO" && go build -o "$OUT/leasehold.new" ./cmd/leasehold) && cp "$OUT/leasehold.new" "$OUT/leasehold" && rm "$OUT/leasehold.new"
-  sync # the build's ~200 MB of dirty pages, written back now rather than during the first round
+  build_leasehold "$OUT/leasehold"
   set -- "$OUT/leasehold"
 fi
 BENCH=$1
